@@ -1,0 +1,1 @@
+"""The FastAPI service: /save, /retrieve and the management endpoints."""

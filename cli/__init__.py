@@ -1,0 +1,1 @@
+"""The `memory-pool` command line."""

@@ -1,0 +1,188 @@
+"""The agents file (YAML or TOML): who the agents are, how they are named and how they chunk."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from shared.chunking import ChunkRules
+from shared.errors import ConfigError, InvalidAgentName, UnknownAgent
+from shared.naming import collection_name
+
+# Settings an agent may take from the file's `defaults` section.
+_DEFAULTABLE = (
+    "legacy_user_label",
+    "chunk_max_chars",
+    "chunk_min_chars",
+    "chunk_min_messages",
+    "chunk_gap_seconds",
+    "min_message_chars",
+    "idle_flush_seconds",
+)
+
+
+class AgentDefaults(BaseModel):
+    """What every agent, listed or not, gets unless it says otherwise."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    legacy_user_label: str = "User"
+    chunk_max_chars: int = Field(800, gt=0)
+    chunk_min_chars: int = Field(500, ge=0)
+    chunk_min_messages: int = Field(2, ge=1)
+    chunk_gap_seconds: float = Field(6 * 3600, gt=0)
+    min_message_chars: int = Field(5, ge=0)
+    idle_flush_seconds: float = Field(60, gt=0)
+
+    @model_validator(mode="after")
+    def _min_below_max(self) -> AgentDefaults:
+        if self.chunk_min_chars > self.chunk_max_chars:
+            raise ValueError(
+                f"chunk_min_chars ({self.chunk_min_chars}) is above "
+                f"chunk_max_chars ({self.chunk_max_chars})"
+            )
+        return self
+
+
+class AgentConfig(AgentDefaults):
+    """One agent: its key in requests, its collection and its speaker names."""
+
+    name: str = Field(min_length=1)
+    collection: str | None = Field(None, min_length=1)
+    self_speaker: str | None = Field(None, min_length=1)
+    speaker_aliases: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("speaker_aliases", mode="before")
+    @classmethod
+    def _ids_as_strings(cls, value: Any) -> Any:
+        # YAML reads an unquoted Discord snowflake as an int; ids are strings everywhere else.
+        if isinstance(value, Mapping):
+            return {str(key): str(alias) for key, alias in value.items()}
+        return value
+
+    @model_validator(mode="after")
+    def _has_collection(self) -> AgentConfig:
+        try:
+            collection_name(self.name, self.collection)
+        except InvalidAgentName as exc:
+            raise ValueError(str(exc)) from exc
+        return self
+
+    @property
+    def speaker(self) -> str:
+        """The agent's own name in chunk text."""
+        return self.self_speaker or self.name
+
+    @property
+    def collection_name(self) -> str:
+        return collection_name(self.name, self.collection)
+
+    @property
+    def rules(self) -> ChunkRules:
+        return ChunkRules(
+            max_chars=self.chunk_max_chars,
+            min_chars=self.chunk_min_chars,
+            min_messages=self.chunk_min_messages,
+            gap_seconds=self.chunk_gap_seconds,
+            min_message_chars=self.min_message_chars,
+        )
+
+
+class AgentsFile(BaseModel):
+    """The whole file: whether unlisted agents are accepted, shared defaults, and the agents."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    accept_unlisted_agents: bool = False
+    defaults: AgentDefaults = Field(default_factory=AgentDefaults)
+    agents: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class Agents:
+    """Looks agents up by their request key (case-insensitive, as their collections are)."""
+
+    def __init__(
+        self,
+        agents: list[AgentConfig],
+        *,
+        accept_unlisted: bool,
+        defaults: AgentDefaults | None = None,
+    ) -> None:
+        self.accept_unlisted = accept_unlisted
+        self.defaults = defaults or AgentDefaults()
+        self._by_key = {agent.name.casefold(): agent for agent in agents}
+
+    @property
+    def listed(self) -> list[AgentConfig]:
+        return list(self._by_key.values())
+
+    def get(self, name: str) -> AgentConfig:
+        """The agent for a request's `bot`; an unlisted one is made from the defaults if allowed."""
+        agent = self._by_key.get(name.casefold())
+        if agent is not None:
+            return agent
+        if not self.accept_unlisted:
+            raise UnknownAgent(f"unknown agent {name!r}: it is not in the agents file")
+        try:
+            return AgentConfig(name=name, **self.defaults.model_dump())
+        except ValidationError as exc:
+            raise InvalidAgentName(_first_message(exc)) from exc
+
+
+def _first_message(exc: ValidationError) -> str:
+    return str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    parts = [f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc]
+    return "".join(parts).lstrip(".") or "(top level)"
+
+
+def _read(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the agents file: {exc.strerror}") from exc
+    try:
+        if path.suffix.lower() == ".toml":
+            return tomllib.loads(text)
+        return yaml.safe_load(text) or {}
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: not valid {path.suffix.lstrip('.').upper()}: {exc}") from exc
+
+
+def _agent(raw: Mapping[str, Any], index: int, defaults: AgentDefaults, path: Path) -> AgentConfig:
+    try:
+        return AgentConfig(**{**defaults.model_dump(include=set(_DEFAULTABLE)), **raw})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = _where(("agents", index, *error["loc"]))
+        raise ConfigError(f"{path}: {where}: {_first_message(exc)}") from exc
+
+
+def load_agents(path: Path | None) -> Agents:
+    """Read and check the agents file once at start; no file means any agent name is accepted."""
+    if path is None:
+        return Agents([], accept_unlisted=True)
+    raw = _read(path)
+    try:
+        parsed = AgentsFile.model_validate(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise ConfigError(f"{path}: {_where(error['loc'])}: {_first_message(exc)}") from exc
+    agents = [_agent(item, i, parsed.defaults, path) for i, item in enumerate(parsed.agents)]
+    seen: dict[str, int] = {}
+    for index, agent in enumerate(agents):
+        key = agent.name.casefold()
+        if key in seen:
+            raise ConfigError(
+                f"{path}: agents[{index}].name: {agent.name!r} is listed twice "
+                f"(also agents[{seen[key]}]; names are case-insensitive)"
+            )
+        seen[key] = index
+    return Agents(agents, accept_unlisted=parsed.accept_unlisted_agents, defaults=parsed.defaults)

@@ -1,0 +1,73 @@
+"""The one family of memory-pool errors; the API maps them to HTTP, the workers to retries."""
+
+from __future__ import annotations
+
+
+class MemoryPoolError(Exception):
+    """Base of every error memory-pool raises on purpose."""
+
+    code = "memory_pool_error"
+
+
+class ConfigError(MemoryPoolError):
+    """The agents file or the settings are unusable; raised at start, never per request."""
+
+    code = "config_error"
+
+
+class InvalidAgentName(ConfigError):
+    """An agent name that cannot become a collection name."""
+
+    code = "invalid_agent_name"
+
+
+class UnknownAgent(MemoryPoolError):
+    """A request names an agent that is not configured, and unlisted agents are refused."""
+
+    code = "unknown_agent"
+
+
+class InvalidInput(MemoryPoolError):
+    """A request that is structurally wrong; nothing of it is stored."""
+
+    code = "invalid_input"
+
+
+class AgentBlocked(MemoryPoolError):
+    """An agent's collection has another vector size or embedding model; writes are held."""
+
+    code = "agent_blocked"
+
+
+class DimensionMismatch(MemoryPoolError):
+    """A collection exists with a vector size other than the embedding model's."""
+
+    code = "dimension_mismatch"
+
+
+class ModelMismatch(MemoryPoolError):
+    """A collection was written by another embedding model than the configured one."""
+
+    code = "model_mismatch"
+
+
+class UpstreamUnavailable(MemoryPoolError):
+    """Redis, Qdrant or the embedding provider cannot be reached now; try again later."""
+
+    code = "upstream_unavailable"
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class InputRejected(MemoryPoolError):
+    """The embedding provider refused one input for good (a 400 about that input)."""
+
+    code = "input_rejected"
+
+
+class RecallTimeout(MemoryPoolError):
+    """Recall did not finish within its budget."""
+
+    code = "recall_timeout"

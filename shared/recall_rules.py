@@ -1,0 +1,86 @@
+"""st-qdrant-memory's recall filters as pure rules: excluded message ids and duplicate texts."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from shared.format import RecallHit
+
+DEDUPE_PREFIX_UTF16_UNITS = 200
+
+# JavaScript's \s and String.prototype.trim() whitespace (WhiteSpace + LineTerminator), which
+# differs from Python's \s (JS includes U+FEFF; Python includes U+001C-U+001F).
+_JS_SPACE = "".join(
+    chr(code)
+    for code in (
+        9,
+        10,
+        11,
+        12,
+        13,
+        32,
+        0xA0,
+        0x1680,
+        *range(0x2000, 0x200B),
+        0x2028,
+        0x2029,
+        0x202F,
+        0x205F,
+        0x3000,
+        0xFEFF,
+    )
+)
+_JS_SPACE_RUN = re.compile(f"[{re.escape(_JS_SPACE)}]+")
+_DATE_MARKER = re.compile(r"\[[0-9-]+\]")
+
+
+def message_ids_of(payload: Mapping[str, Any]) -> set[str]:
+    """Every message id a point holds: memory-pool's list and the comma-joined `messageIds`."""
+    ids = {part.strip() for part in str(payload.get("messageIds", "")).split(",")}
+    listed = payload.get("messageIdList")
+    if isinstance(listed, list):
+        ids.update(str(item) for item in listed)
+    ids.discard("")
+    return ids
+
+
+def is_excluded(payload: Mapping[str, Any], excluded_ids: set[str]) -> bool:
+    """A chunk holding a message already in the reader's context is never recalled."""
+    return bool(excluded_ids) and not message_ids_of(payload).isdisjoint(excluded_ids)
+
+
+def dedupe_key(text: str) -> bytes:
+    """The text-dedupe key: date markers out, whitespace collapsed, trimmed, first 200 UTF-16 units.
+
+    JavaScript counts string length in UTF-16 code units, so the cut is made on the UTF-16 bytes
+    (a character outside the BMP counts twice, and may be cut in half as JS would).
+    """
+    cleaned = _JS_SPACE_RUN.sub(" ", _DATE_MARKER.sub("", text)).strip(_JS_SPACE)
+    return cleaned.encode("utf-16-le", "surrogatepass")[: DEDUPE_PREFIX_UTF16_UNITS * 2]
+
+
+def select_hits(
+    candidates: Iterable[RecallHit], excluded_ids: set[str], limit: int
+) -> tuple[list[RecallHit], int]:
+    """Keep hits in score order, dropping excluded and duplicate-text ones, up to `limit`.
+
+    Returns the kept hits and how many candidates were looked at, so a caller over-fetching
+    from Qdrant knows whether it ran out of candidates before filling `limit`.
+    """
+    kept: list[RecallHit] = []
+    seen: set[bytes] = set()
+    examined = 0
+    for hit in candidates:
+        examined += 1
+        if is_excluded(hit.payload, excluded_ids):
+            continue
+        key = dedupe_key(str(hit.payload.get("text", "")))
+        if key in seen:
+            continue
+        seen.add(key)
+        kept.append(hit)
+        if len(kept) >= limit:
+            break
+    return kept, examined

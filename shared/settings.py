@@ -1,0 +1,78 @@
+"""Service settings from the environment (pydantic-settings), built once at start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+OPENAI_DEFAULT_MODEL = "text-embedding-3-large"
+LOCAL_DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def _env(name: str) -> AliasChoices:
+    return AliasChoices(name)
+
+
+class Settings(BaseSettings):
+    """Everything memory-pool reads from its environment. Never built at import time."""
+
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
+
+    # --- connections ---------------------------------------------------------------------
+    redis_url: str | None = Field(None, validation_alias=_env("REDIS_URL"))
+    qdrant_url: str | None = Field(None, validation_alias=_env("QDRANT_URL"))
+    qdrant_api_key: str | None = Field(None, validation_alias=_env("QDRANT_API_KEY"))
+    qdrant_timeout_seconds: float = Field(
+        10.0, gt=0, validation_alias=_env("MEMORY_POOL_QDRANT_TIMEOUT")
+    )
+
+    # --- embeddings ------------------------------------------------------------------------
+    embedding_provider: Literal["openai", "local"] = Field(
+        "local", validation_alias=_env("EMBEDDING_PROVIDER")
+    )
+    embedding_base_url: str | None = Field(None, validation_alias=_env("EMBEDDING_BASE_URL"))
+    openai_api_key: str | None = Field(None, validation_alias=_env("OPENAI_API_KEY"))
+    embedding_model: str | None = Field(None, validation_alias=_env("EMBEDDING_MODEL"))
+    embedding_dimensions: int | None = Field(
+        None, gt=0, validation_alias=_env("EMBEDDING_DIMENSIONS")
+    )
+    embedding_model_path: Path | None = Field(None, validation_alias=_env("EMBEDDING_MODEL_PATH"))
+    embedding_timeout_seconds: float = Field(
+        30.0, gt=0, validation_alias=_env("MEMORY_POOL_EMBEDDING_TIMEOUT")
+    )
+    # Servers such as text-embeddings-inference accept far fewer inputs per request than OpenAI.
+    embedding_batch_size: int = Field(
+        256, ge=1, le=2048, validation_alias=_env("MEMORY_POOL_EMBEDDING_BATCH_SIZE")
+    )
+
+    # --- files -----------------------------------------------------------------------------
+    config_path: Path | None = Field(None, validation_alias=_env("MEMORY_POOL_CONFIG"))
+    data_dir: Path = Field(Path("data"), validation_alias=_env("MEMORY_POOL_DATA_DIR"))
+
+    # --- /save -----------------------------------------------------------------------------
+    default_source: str = Field(
+        "discord", min_length=1, validation_alias=_env("MEMORY_POOL_DEFAULT_SOURCE")
+    )
+    max_messages_per_request: int = Field(
+        500, ge=1, validation_alias=_env("MEMORY_POOL_MAX_MESSAGES")
+    )
+    max_chars_per_request: int = Field(
+        1_000_000, ge=1, validation_alias=_env("MEMORY_POOL_MAX_CHARS")
+    )
+    dedupe_ttl_days: float = Field(30, gt=0, validation_alias=_env("MEMORY_POOL_DEDUPE_TTL_DAYS"))
+
+    @model_validator(mode="after")
+    def _openai_needs_no_key_but_a_model(self) -> Settings:
+        # An OPENAI_API_KEY alone never switches the provider: only EMBEDDING_PROVIDER does.
+        if self.embedding_model is None:
+            self.embedding_model = (
+                OPENAI_DEFAULT_MODEL if self.embedding_provider == "openai" else LOCAL_DEFAULT_MODEL
+            )
+        return self
+
+    @property
+    def dedupe_ttl_seconds(self) -> int:
+        return int(self.dedupe_ttl_days * 86400)

@@ -1,0 +1,146 @@
+"""Tests of the agents file: parsing, defaults, lookup and the errors a bad file gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from shared.agents import load_agents
+from shared.chunking import ChunkRules
+from shared.errors import ConfigError, InvalidAgentName, UnknownAgent
+
+YAML = """
+accept_unlisted_agents: false
+defaults:
+  chunk_max_chars: 1500
+  chunk_min_chars: 1200
+  chunk_min_messages: 3
+agents:
+  - name: Seraphina
+    speaker_aliases:
+      123456789012345678: Alex
+      "222": Sam
+  - name: mythos
+    self_speaker: Mythos
+    chunk_max_chars: 1400
+    legacy_user_label: Alex
+  - name: 雪乃
+    collection: mem_yukino
+"""
+
+TOML = """
+accept_unlisted_agents = true
+
+[[agents]]
+name = "Dr. Smith"
+self_speaker = "Dr. Smith"
+idle_flush_seconds = 5
+
+[agents.speaker_aliases]
+"111" = "Alex"
+"""
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_yaml_file(tmp_path: Path) -> None:
+    agents = load_agents(write(tmp_path, "agents.yaml", YAML))
+    seraphina = agents.get("seraphina")
+    assert seraphina.collection_name == "mem_seraphina"
+    assert seraphina.speaker == "Seraphina"
+    assert seraphina.speaker_aliases == {"123456789012345678": "Alex", "222": "Sam"}
+    assert seraphina.rules == ChunkRules(max_chars=1500, min_chars=1200, min_messages=3)
+    mythos = agents.get("Mythos")
+    assert (mythos.speaker, mythos.legacy_user_label, mythos.chunk_max_chars) == (
+        "Mythos",
+        "Alex",
+        1400,
+    )
+    assert agents.get("雪乃").collection_name == "mem_yukino"
+    with pytest.raises(UnknownAgent, match="unknown agent 'polaris'"):
+        agents.get("polaris")
+
+
+def test_toml_file_and_unlisted_agents(tmp_path: Path) -> None:
+    agents = load_agents(write(tmp_path, "agents.toml", TOML))
+    smith = agents.get("dr. smith")
+    assert smith.collection_name == "mem_dr_smith"
+    assert smith.idle_flush_seconds == 5
+    assert smith.speaker_aliases == {"111": "Alex"}
+    polaris = agents.get("polaris")
+    assert (polaris.collection_name, polaris.speaker, polaris.rules) == (
+        "mem_polaris",
+        "polaris",
+        ChunkRules(),
+    )
+
+
+def test_no_file_accepts_any_agent_by_name() -> None:
+    agents = load_agents(None)
+    assert agents.get("Neko-chan!").collection_name == "mem_neko-chan"
+    with pytest.raises(InvalidAgentName, match="set `collection`"):
+        agents.get("雪乃")
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        (
+            "a.yaml",
+            "agents:\n  - name: ok\n  - name: x\n    chunk_max_chars: -1\n",
+            r"a\.yaml: agents\[1\]\.chunk_max_chars: Input should be greater than 0",
+        ),
+        (
+            "b.yaml",
+            "agents:\n  - name: 雪乃\n",
+            r"b\.yaml: agents\[0\]: agent name '雪乃' .* set `collection`",
+        ),
+        (
+            "c.yaml",
+            "agents:\n  - name: ok\n    colour: red\n",
+            r"c\.yaml: agents\[0\]\.colour: Extra inputs are not permitted",
+        ),
+        (
+            "d.yaml",
+            "accept_unlisted: yes\n",
+            r"d\.yaml: accept_unlisted: Extra inputs are not permitted",
+        ),
+        (
+            "e.yaml",
+            "agents:\n  - name: A\n  - name: a\n",
+            r"e\.yaml: agents\[1\]\.name: 'a' is listed twice",
+        ),
+        ("f.yaml", "agents: [\n", r"f\.yaml: not valid YAML"),
+        ("g.toml", "agents = [", r"g\.toml: not valid TOML"),
+        (
+            "h.yaml",
+            "agents:\n  - name: x\n    chunk_min_chars: 900\n",
+            r"h\.yaml: agents\[0\]: chunk_min_chars \(900\) is above chunk_max_chars \(800\)",
+        ),
+        (
+            "i.yaml",
+            "agents:\n  - just-a-string\n",
+            r"i\.yaml: agents\[0\]: Input should be a valid dictionary",
+        ),
+        (
+            "j.yaml",
+            "defaults:\n  chunk_min_messages: 0\n",
+            r"j\.yaml: defaults\.chunk_min_messages: Input should be greater than or equal to 1",
+        ),
+    ],
+)
+def test_bad_file_names_file_key_and_problem(
+    tmp_path: Path, name: str, text: str, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_agents(write(tmp_path, name, text))
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"nope\.yaml: cannot read the agents file"):
+        load_agents(tmp_path / "nope.yaml")
