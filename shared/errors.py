@@ -33,6 +33,12 @@ class InvalidInput(MemoryPoolError):
     code = "invalid_input"
 
 
+class RequestTooLarge(InvalidInput):
+    """A request over the configured number of messages or characters."""
+
+    code = "request_too_large"
+
+
 class AgentBlocked(MemoryPoolError):
     """An agent's collection has another vector size or embedding model; writes are held."""
 

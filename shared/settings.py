@@ -23,6 +23,9 @@ class Settings(BaseSettings):
 
     # --- connections ---------------------------------------------------------------------
     redis_url: str | None = Field(None, validation_alias=_env("REDIS_URL"))
+    redis_timeout_seconds: float = Field(
+        5.0, gt=0, validation_alias=_env("MEMORY_POOL_REDIS_TIMEOUT")
+    )
     qdrant_url: str | None = Field(None, validation_alias=_env("QDRANT_URL"))
     qdrant_api_key: str | None = Field(None, validation_alias=_env("QDRANT_API_KEY"))
     qdrant_timeout_seconds: float = Field(
@@ -63,6 +66,25 @@ class Settings(BaseSettings):
         1_000_000, ge=1, validation_alias=_env("MEMORY_POOL_MAX_CHARS")
     )
     dedupe_ttl_days: float = Field(30, gt=0, validation_alias=_env("MEMORY_POOL_DEDUPE_TTL_DAYS"))
+
+    # --- workers ---------------------------------------------------------------------------
+    # A worker's lease on a conversation; the task's hard time limit stays below it, so a
+    # stalled worker is killed before another one can take the conversation over.
+    lease_seconds: float = Field(60, ge=5, validation_alias=_env("MEMORY_POOL_LEASE_SECONDS"))
+    flush_batch_conversations: int = Field(
+        32, ge=1, validation_alias=_env("MEMORY_POOL_FLUSH_BATCH")
+    )
+    scheduler_interval_seconds: float = Field(
+        0.25, gt=0, validation_alias=_env("MEMORY_POOL_SCHEDULER_INTERVAL")
+    )
+
+    @property
+    def task_time_limit(self) -> float:
+        return self.lease_seconds * 0.8
+
+    @property
+    def task_soft_time_limit(self) -> float:
+        return self.lease_seconds * 0.7
 
     @model_validator(mode="after")
     def _openai_needs_no_key_but_a_model(self) -> Settings:

@@ -1,0 +1,40 @@
+"""Assembles the FastAPI application: routers, error handlers and the process runtime."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from api.errors import install_error_handlers
+from api.routes import operations, save
+from shared.runtime import Runtime
+from shared.settings import Settings
+
+
+def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI:
+    """The app for these settings; a given runtime is used as is and not closed by the app."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        owned = runtime is None
+        app.state.runtime = runtime or Runtime.build(settings)
+        try:
+            yield
+        finally:
+            if owned:
+                app.state.runtime.close()
+
+    logging.getLogger("memory_pool").setLevel(logging.INFO)
+    app = FastAPI(
+        title="memory-pool",
+        summary="One long-term memory for an AI character across all its interfaces.",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    app.include_router(save.router)
+    app.include_router(operations.router)
+    return app

@@ -1,0 +1,66 @@
+"""Maps memory-pool's error family and request errors to one JSON shape: {error, detail}."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from shared.errors import (
+    AgentBlocked,
+    InvalidAgentName,
+    InvalidInput,
+    MemoryPoolError,
+    RecallTimeout,
+    RequestTooLarge,
+    UnknownAgent,
+    UpstreamUnavailable,
+)
+
+STATUS = {
+    UnknownAgent: 404,
+    InvalidInput: 400,
+    InvalidAgentName: 400,
+    AgentBlocked: 409,
+    UpstreamUnavailable: 503,
+    RecallTimeout: 503,
+    RequestTooLarge: 413,
+}
+
+
+def error_body(code: str, detail: str) -> dict[str, str]:
+    return {"error": code, "detail": detail}
+
+
+def _status(exc: MemoryPoolError) -> int:
+    for cls in type(exc).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return 500
+
+
+def _where(loc: tuple) -> str:
+    parts = [str(p) for p in loc if p != "body"]
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if part.isdigit() else f".{part}"
+    return text.lstrip(".") or "body"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(MemoryPoolError)
+    async def _memory_pool_error(_: Request, exc: MemoryPoolError) -> JSONResponse:
+        return JSONResponse(error_body(exc.code, str(exc)), status_code=_status(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
+        if first.get("type") == "json_invalid":
+            return JSONResponse(
+                error_body("invalid_json", "the request body is not valid JSON"), status_code=400
+            )
+        detail = "; ".join(f"{_where(e['loc'])}: {e['msg']}" for e in errors[:5])
+        if len(errors) > 5:
+            detail += f"; and {len(errors) - 5} more"
+        return JSONResponse(error_body("invalid_request", detail), status_code=422)

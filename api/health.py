@@ -1,0 +1,90 @@
+"""The /health report: each dependency reachable or not, per-agent collection state, backlog."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+
+from shared import keys
+from shared.runtime import Runtime
+
+CELERY_QUEUE = "celery"
+
+
+def _redis_section(runtime: Runtime) -> dict[str, Any]:
+    client = runtime.redis
+    try:
+        client.ping()
+        agents = sorted(_decode(a) for a in client.smembers(keys.AGENTS))
+        return {
+            "ok": True,
+            "due_conversations": int(client.zcard(keys.DUE)),
+            "queued_tasks": int(client.llen(CELERY_QUEUE)),
+            "dead_letters": int(client.llen(keys.DEAD_LETTERS)),
+            "buffered_messages": _buffered(client, agents),
+            "agents_seen": agents,
+        }
+    except redis.RedisError as exc:
+        return {"ok": False, "error": str(exc)}
+
+
+def _decode(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _buffered(client: redis.Redis, agents: list[str]) -> int:
+    pipe = client.pipeline(transaction=False)
+    for agent in agents:
+        pipe.smembers(keys.conversations(agent))
+    conversations = [_decode(c) for members in pipe.execute() for c in members]
+    pipe = client.pipeline(transaction=False)
+    for conversation in conversations:
+        pipe.llen(keys.buffer(conversation))
+    return sum(int(n) for n in pipe.execute())
+
+
+def _embedding_section(runtime: Runtime) -> dict[str, Any]:
+    settings = runtime.settings
+    ok = runtime.embedder.ping()
+    section: dict[str, Any] = {
+        "ok": ok, "provider": settings.embedding_provider, "model": runtime.embedder.model,
+    }  # fmt: skip
+    if ok:
+        section["dimensions"] = runtime.embedder.dimensions()
+    return section
+
+
+def _agent_section(runtime: Runtime, name: str, dims: int | None) -> dict[str, Any]:
+    agent = runtime.agents.get(name)
+    collection = agent.collection_name
+    state = runtime.store.collection(collection)
+    blocked = runtime.redis.get(keys.blocked(agent.name))
+    section: dict[str, Any] = {"collection": collection, "exists": state is not None}
+    if state is not None:
+        section.update(
+            vector_size=state.size,
+            points=state.points_count,
+            model=state.model,
+            model_matches=(state.model in (None, runtime.embedder.model))
+            and (dims is None or state.size == dims),
+        )
+    section["blocked"] = _decode(blocked) if blocked else None
+    return section
+
+
+def health_report(runtime: Runtime) -> dict[str, Any]:
+    report: dict[str, Any] = {"redis": _redis_section(runtime)}
+    report["qdrant"] = {"ok": runtime.store.ping(), "local": runtime.settings.qdrant_url is None}
+    report["embedding"] = _embedding_section(runtime)
+    names = {agent.name for agent in runtime.agents.listed}
+    names.update(report["redis"].get("agents_seen", []))
+    dims = report["embedding"].get("dimensions")
+    agents: dict[str, Any] = {}
+    if report["qdrant"]["ok"] and report["redis"]["ok"]:
+        agents = {name: _agent_section(runtime, name, dims) for name in sorted(names)}
+    report["agents"] = agents
+    healthy = all(report[part]["ok"] for part in ("redis", "qdrant", "embedding"))
+    blocked = any(section.get("blocked") for section in agents.values())
+    report["status"] = "ok" if healthy and not blocked else "degraded"
+    return report

@@ -1,0 +1,45 @@
+"""Operations endpoints: /health and flushing an agent's open chunks on demand."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from fastapi import APIRouter, Query
+from starlette.concurrency import run_in_threadpool
+
+from api.deps import AgentDep, RuntimeDep
+from api.health import health_report
+from api.schemas import ErrorResponse, FlushResponse
+
+router = APIRouter()
+
+FLUSH_POLL_SECONDS = 0.1
+
+
+@router.get("/health")
+async def health(runtime: RuntimeDep) -> dict[str, Any]:
+    """Redis, Qdrant and the embedding provider; each agent's collection; the backlog."""
+    return await run_in_threadpool(health_report, runtime)
+
+
+@router.post(
+    "/agents/{bot}/flush",
+    response_model=FlushResponse,
+    responses={404: {"model": ErrorResponse, "description": "Unknown agent."}},
+)
+async def flush_agent(
+    agent: AgentDep,
+    runtime: RuntimeDep,
+    wait: bool = Query(False, description="Answer only once every open chunk is stored."),
+    timeout: float = Query(30.0, gt=0, le=300, description="How long `wait` may take, seconds."),
+) -> FlushResponse:
+    """Write every open chunk of the agent now, without closing it."""
+    conversations = await run_in_threadpool(runtime.buffers.force_flush, agent.name)
+    pending = await run_in_threadpool(runtime.buffers.unwritten, conversations)
+    deadline = time.monotonic() + timeout
+    while wait and pending and time.monotonic() < deadline:
+        await asyncio.sleep(FLUSH_POLL_SECONDS)
+        pending = await run_in_threadpool(runtime.buffers.unwritten, conversations)
+    return FlushResponse(conversations=len(conversations), pending=pending, done=pending == 0)

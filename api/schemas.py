@@ -1,0 +1,67 @@
+"""Request and response bodies of the HTTP API, as the clients send them (clients.md)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Id = str
+
+
+def _id_to_str(value: object) -> object:
+    # Snowflakes are strings in every client we serve, but a JSON number is the same id.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+class SaveMessage(BaseModel):
+    """One message a client saw. Absent optional fields are normal; unknown ones are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    message_id: Id = Field(min_length=1, description="The platform's message id (dedupe key).")
+    text: str | None = Field("", description="Raw message content; empty is counted as skipped.")
+    ts: float | int | str | None = Field(
+        None, description="Epoch ms (epoch seconds and ISO 8601 are converted); absent = now."
+    )
+    speaker_kind: Literal["user", "self"] = "user"
+    user_id: Id | None = None
+    discord_user_id: Id | None = None
+    speaker_name: str | None = None
+    channel_id: Id | None = None
+    guild_id: Id | None = None
+    conversation_id: Id | None = None
+
+    _ids = field_validator(
+        "message_id", "user_id", "discord_user_id", "channel_id", "guild_id", "conversation_id",
+        mode="before",
+    )(_id_to_str)  # fmt: skip
+
+
+class SaveRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    bot: str = Field(min_length=1, description="The agent key; selects the collection.")
+    source: str | None = Field(
+        None, min_length=1, description='Which interface sends ("discord", "hermes", …).'
+    )
+    messages: list[SaveMessage]
+
+
+class SaveResponse(BaseModel):
+    accepted: int = Field(description="New messages buffered for chunking.")
+    duplicates: int = Field(description="Messages already seen (by agent, source, message id).")
+    skipped: int = Field(description="Empty or too short messages, not stored.")
+
+
+class ErrorResponse(BaseModel):
+    error: str = Field(description="A stable error code.")
+    detail: str = Field(description="What went wrong, for a person.")
+
+
+class FlushResponse(BaseModel):
+    conversations: int = Field(description="Conversations with buffered messages to write.")
+    pending: int = Field(description="Conversations still not fully written when answering.")
+    done: bool

@@ -1,0 +1,22 @@
+"""The typed contract between the scheduler and the workers: task names and payloads."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+FLUSH_TASK = "memory_pool.flush"
+
+
+class ClaimModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    conversation: str = Field(min_length=1)
+    token: str = Field(min_length=1)
+
+
+class FlushTask(BaseModel):
+    """Flush these claimed conversations together (their chunks share embedding requests)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    claims: list[ClaimModel] = Field(min_length=1)

@@ -1,0 +1,31 @@
+"""What a conversation is: agent + source + conversation id, else channel, else the default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shared.keys import agent_key, part
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRef:
+    """Identifies one conversation of one agent seen through one interface."""
+
+    agent: str
+    source: str
+    conversation_id: str | None = None
+    channel_id: str | None = None
+
+    @property
+    def scope(self) -> str:
+        # Conversation ids and channel ids live in different namespaces, so they are tagged.
+        if self.conversation_id:
+            return f"conv={self.conversation_id}"
+        if self.channel_id:
+            return f"chan={self.channel_id}"
+        return "default"
+
+    @property
+    def key(self) -> str:
+        """The conversation's name inside Redis keys and the due set."""
+        return f"{agent_key(self.agent)}:{part(self.source)}:{part(self.scope)}"

@@ -1,0 +1,57 @@
+"""Builds the long-lived clients (Redis, Qdrant, embedder) from settings, once per process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis
+
+from shared.agents import Agents, load_agents
+from shared.buffers import Buffers
+from shared.embedder import Embedder, make_embedder
+from shared.settings import Settings
+from shared.store import Store
+
+
+def redis_client(settings: Settings) -> redis.Redis:
+    if not settings.redis_url:
+        raise ValueError("REDIS_URL is not set (memory-pool serve starts an embedded Redis)")
+    return redis.Redis.from_url(
+        settings.redis_url,
+        socket_timeout=settings.redis_timeout_seconds,
+        socket_connect_timeout=settings.redis_timeout_seconds,
+        health_check_interval=30,
+    )
+
+
+@dataclass
+class Runtime:
+    """The clients a process holds; the API and the workers each build one."""
+
+    settings: Settings
+    agents: Agents
+    redis: redis.Redis
+    buffers: Buffers
+    store: Store
+    embedder: Embedder
+
+    @classmethod
+    def build(cls, settings: Settings, *, agents: Agents | None = None) -> Runtime:
+        client = redis_client(settings)
+        return cls(
+            settings=settings,
+            agents=agents if agents is not None else load_agents(settings.config_path),
+            redis=client,
+            buffers=Buffers(
+                client,
+                dedupe_ttl_seconds=settings.dedupe_ttl_seconds,
+                lease_seconds=settings.lease_seconds,
+            ),
+            store=Store.open(settings),
+            embedder=make_embedder(settings),
+        )
+
+    def close(self) -> None:
+        self.embedder.close()
+        self.store.close()
+        self.redis.close()

@@ -1,0 +1,587 @@
+"""Owns the test Qdrant: qdrant-client local mode served over the real Qdrant REST API."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import itertools
+import json
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import httpx
+import pydantic_core
+import uvicorn
+from pydantic import TypeAdapter
+from qdrant_client import QdrantClient
+from qdrant_client.common import client_warnings
+from qdrant_client.http import models
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+# `GET /` must report a version the client accepts (same major, minor within 1), or every
+# client prints a compatibility warning, which `filterwarnings = error` turns into a failure.
+SERVER_VERSION = importlib.metadata.version("qdrant-client")
+INDEX_FILE = "payload_indexes.json"
+HOST = "127.0.0.1"
+START_TIMEOUT_S = 10.0
+
+# Local mode warns (once per process) that payload indexes and search params do nothing there.
+# Through this server that is expected, and a warning raised in a worker thread under
+# `filterwarnings = error` would turn into a 500; marking them seen is thread-safe,
+# unlike `warnings.catch_warnings`.
+LOCAL_MODE_NOTICES = (
+    "create-local-payload-indexes",
+    "delete-local-payload-indexes",
+    "local_query_points_search_params_ignored",
+    "large-local-collection",
+)
+
+
+class ApiError(Exception):
+    """An error answered with the server's status code and `{"status": {"error": ...}}`."""
+
+    def __init__(self, status_code: int, message: str) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.message = message
+
+
+def collection_missing(name: str) -> ApiError:
+    return ApiError(404, f"Not found: Collection `{name}` doesn't exist!")
+
+
+@dataclass(frozen=True)
+class Call:
+    """What a handler needs from an HTTP request, read on the event loop."""
+
+    path: Mapping[str, str]
+    query: Mapping[str, str]
+    body: bytes
+
+    @property
+    def collection(self) -> str:
+        return self.path.get("collection_name", "")
+
+    @property
+    def wait(self) -> bool:
+        return self.query.get("wait", "false").lower() == "true"
+
+
+@cache
+def _adapter(model: Any) -> TypeAdapter[Any]:
+    # unions such as PointInsertOperations have no `model_validate_json`; adapters are costly
+    # to build, so one per type
+    return TypeAdapter(model)
+
+
+def parse(model: Any, body: bytes) -> Any:
+    """Parses a JSON body like the server: a malformed one is a 400."""
+    try:
+        return _adapter(model).validate_json(body or b"{}")
+    except ValueError as exc:  # pydantic.ValidationError is a ValueError
+        raise ApiError(400, f"Format error in JSON body: {exc}") from exc
+
+
+def point_id(raw: str) -> models.ExtendedPointId:
+    # ids in a URL are text; numeric ones are integer ids, everything else a UUID
+    return int(raw) if raw.isdigit() else raw
+
+
+def selector(points: Sequence[Any] | None, flt: models.Filter | None) -> Any:
+    """Picks the point selector of payload/vector operations, which take ids or a filter."""
+    if points is not None:
+        return models.PointIdsList(points=list(points))
+    if flt is not None:
+        return models.FilterSelector(filter=flt)
+    raise ApiError(400, "Bad request: Either `points` or `filter` is required")
+
+
+class IndexRegistry:
+    """Payload indexes per collection: local mode drops them, the server lists them."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._file = path / INDEX_FILE if path is not None else None
+        self._indexes: dict[str, dict[str, Any]] = {}
+        if self._file is not None and self._file.exists():
+            self._indexes = json.loads(self._file.read_text())
+
+    def fields(self, collection: str) -> dict[str, Any]:
+        return self._indexes.get(collection, {})
+
+    def put(self, collection: str, field: str, schema: Any) -> None:
+        dumped = pydantic_core.to_jsonable_python(schema, exclude_none=True)
+        self._indexes.setdefault(collection, {})[field] = dumped
+        self._save()
+
+    def drop(self, collection: str, field: str | None = None) -> None:
+        if field is None:
+            self._indexes.pop(collection, None)
+        else:
+            self._indexes.get(collection, {}).pop(field, None)
+        self._save()
+
+    def _save(self) -> None:
+        # kept beside local mode's storage so a restarted server still lists the indexes
+        if self._file is not None:
+            self._file.write_text(json.dumps(self._indexes))
+
+
+def index_info(client: QdrantClient, name: str, field: str, raw: Any) -> models.PayloadIndexInfo:
+    schema = _adapter(models.PayloadFieldSchema).validate_python(raw)
+    params = None if isinstance(schema, models.PayloadSchemaType) else schema
+    data_type = models.PayloadSchemaType(schema.value if params is None else params.type.value)
+    # the server counts the points that have a value for the indexed field
+    has_value = models.Filter(
+        must_not=[models.IsEmptyCondition(is_empty=models.PayloadField(key=field))]
+    )
+    points = client.count(name, count_filter=has_value).count
+    return models.PayloadIndexInfo(data_type=data_type, params=params, points=points)
+
+
+class Backend:
+    """The one local-mode client, only ever touched under its lock (it is not thread-safe)."""
+
+    def __init__(self, path: Path | None) -> None:
+        client_warnings.SEEN_MESSAGES.update(LOCAL_MODE_NOTICES)
+        # calls arrive on any threadpool thread; the lock serialises them, so SQLite's
+        # same-thread check only gets in the way
+        location = str(path) if path is not None else ":memory:"
+        self.client = QdrantClient(path=location, force_disable_check_same_thread=True)
+        self.indexes = IndexRegistry(path)
+        self.lock = threading.Lock()
+        self._operation_ids = itertools.count(1)
+
+    def close(self) -> None:
+        with self.lock:
+            self.client.close()
+
+    def execute(self, endpoint: Endpoint, call: Call) -> Any:
+        with self.lock:
+            if endpoint.needs_collection and not self.client.collection_exists(call.collection):
+                raise collection_missing(call.collection)
+            try:
+                result = endpoint.handler(self, call)
+            except ValueError as exc:
+                # local mode reports bad input (wrong vector size, unknown vector name, ...)
+                # as ValueError with the server's own wording; the server answers 400
+                raise ApiError(400, str(exc)) from exc
+            if isinstance(result, models.UpdateResult):
+                return self.update_result(call)
+            return result
+
+    def update_result(self, call: Call) -> models.UpdateResult:
+        # the operation is always applied before answering; `wait` only picks the status
+        status = models.UpdateStatus.COMPLETED if call.wait else models.UpdateStatus.ACKNOWLEDGED
+        return models.UpdateResult(operation_id=next(self._operation_ids), status=status)
+
+
+Handler = Callable[[Backend, Call], Any]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    method: str
+    path: str
+    handler: Handler
+    needs_collection: bool = True
+
+
+# --- collections -----------------------------------------------------------------------------
+
+
+def list_collections(b: Backend, call: Call) -> Any:
+    return b.client.get_collections()
+
+
+def get_collection(b: Backend, call: Call) -> Any:
+    info = b.client.get_collection(call.collection)
+    info.payload_schema = {
+        field: index_info(b.client, call.collection, field, raw)
+        for field, raw in b.indexes.fields(call.collection).items()
+    }
+    return info
+
+
+def collection_exists(b: Backend, call: Call) -> Any:
+    return models.CollectionExistence(exists=b.client.collection_exists(call.collection))
+
+
+def create_collection(b: Backend, call: Call) -> Any:
+    body: models.CreateCollection = parse(models.CreateCollection, call.body)
+    if b.client.collection_exists(call.collection):
+        raise ApiError(409, f"Wrong input: Collection `{call.collection}` already exists!")
+    b.indexes.drop(call.collection)
+    return b.client.create_collection(
+        call.collection,
+        vectors_config=body.vectors,
+        sparse_vectors_config=body.sparse_vectors,
+        metadata=body.metadata,
+    )
+
+
+def update_collection(b: Backend, call: Call) -> Any:
+    body: models.UpdateCollection = parse(models.UpdateCollection, call.body)
+    b.client.update_collection(
+        call.collection,
+        vectors_config=body.vectors,
+        sparse_vectors_config=body.sparse_vectors,
+        metadata=body.metadata,
+    )
+    return True
+
+
+def delete_collection(b: Backend, call: Call) -> Any:
+    b.indexes.drop(call.collection)
+    return b.client.delete_collection(call.collection)
+
+
+def create_index(b: Backend, call: Call) -> Any:
+    body: models.CreateFieldIndex = parse(models.CreateFieldIndex, call.body)
+    if body.field_schema is None:
+        raise ApiError(400, "Bad request: field_schema is required to create an index")
+    b.client.create_payload_index(call.collection, body.field_name, body.field_schema)
+    b.indexes.put(call.collection, body.field_name, body.field_schema)
+    return models.UpdateResult(status=models.UpdateStatus.COMPLETED)
+
+
+def delete_index(b: Backend, call: Call) -> Any:
+    field = call.path["field_name"]
+    b.client.delete_payload_index(call.collection, field)
+    b.indexes.drop(call.collection, field)
+    return models.UpdateResult(status=models.UpdateStatus.COMPLETED)
+
+
+# --- reads -----------------------------------------------------------------------------------
+
+
+def run_query(b: Backend, name: str, req: models.QueryRequest) -> models.QueryResponse:
+    return b.client.query_points(
+        name,
+        query=req.query,
+        using=req.using,
+        prefetch=req.prefetch,
+        query_filter=req.filter,
+        search_params=req.params,
+        limit=10 if req.limit is None else req.limit,
+        offset=req.offset,
+        # the REST defaults differ from the Python client's: no payload unless asked for
+        with_payload=False if req.with_payload is None else req.with_payload,
+        with_vectors=False if req.with_vector is None else req.with_vector,
+        score_threshold=req.score_threshold,
+        lookup_from=req.lookup_from,
+    )
+
+
+def query_points(b: Backend, call: Call) -> Any:
+    return run_query(b, call.collection, parse(models.QueryRequest, call.body))
+
+
+def query_batch(b: Backend, call: Call) -> Any:
+    body: models.QueryRequestBatch = parse(models.QueryRequestBatch, call.body)
+    return [run_query(b, call.collection, req) for req in body.searches]
+
+
+def scroll(b: Backend, call: Call) -> Any:
+    body: models.ScrollRequest = parse(models.ScrollRequest, call.body)
+    points, next_offset = b.client.scroll(
+        call.collection,
+        scroll_filter=body.filter,
+        limit=10 if body.limit is None else body.limit,
+        order_by=body.order_by,
+        offset=body.offset,
+        with_payload=True if body.with_payload is None else body.with_payload,
+        with_vectors=False if body.with_vector is None else body.with_vector,
+    )
+    return models.ScrollResult(points=points, next_page_offset=next_offset)
+
+
+def count(b: Backend, call: Call) -> Any:
+    body: models.CountRequest = parse(models.CountRequest, call.body)
+    return b.client.count(call.collection, count_filter=body.filter, exact=body.exact is not False)
+
+
+def facet(b: Backend, call: Call) -> Any:
+    body: models.FacetRequest = parse(models.FacetRequest, call.body)
+    limit = 10 if body.limit is None else body.limit
+    return b.client.facet(call.collection, body.key, facet_filter=body.filter, limit=limit)
+
+
+def retrieve(b: Backend, call: Call) -> Any:
+    body: models.PointRequest = parse(models.PointRequest, call.body)
+    return b.client.retrieve(
+        call.collection,
+        body.ids,
+        with_payload=True if body.with_payload is None else body.with_payload,
+        with_vectors=False if body.with_vector is None else body.with_vector,
+    )
+
+
+def get_point(b: Backend, call: Call) -> Any:
+    raw = call.path["point_id"]
+    found = b.client.retrieve(call.collection, [point_id(raw)], with_vectors=True)
+    if not found:
+        raise ApiError(404, f"Not found: No point with id {raw} found")
+    return found[0]
+
+
+# --- writes ----------------------------------------------------------------------------------
+
+
+def upsert(b: Backend, call: Call) -> Any:
+    body = parse(models.PointInsertOperations, call.body)
+    points = body.points if isinstance(body, models.PointsList) else body.batch
+    return b.client.upsert(
+        call.collection, points, update_filter=body.update_filter, update_mode=body.update_mode
+    )
+
+
+def delete_points(b: Backend, call: Call) -> Any:
+    return b.client.delete(call.collection, parse(models.PointsSelector, call.body))
+
+
+def set_payload(b: Backend, call: Call) -> Any:
+    body: models.SetPayload = parse(models.SetPayload, call.body)
+    points = selector(body.points, body.filter)
+    return b.client.set_payload(call.collection, body.payload, points, key=body.key)
+
+
+def overwrite_payload(b: Backend, call: Call) -> Any:
+    body: models.SetPayload = parse(models.SetPayload, call.body)
+    points = selector(body.points, body.filter)
+    return b.client.overwrite_payload(call.collection, body.payload, points)
+
+
+def delete_payload(b: Backend, call: Call) -> Any:
+    body: models.DeletePayload = parse(models.DeletePayload, call.body)
+    points = selector(body.points, body.filter)
+    return b.client.delete_payload(call.collection, body.keys, points)
+
+
+def clear_payload(b: Backend, call: Call) -> Any:
+    return b.client.clear_payload(call.collection, parse(models.PointsSelector, call.body))
+
+
+def update_vectors(b: Backend, call: Call) -> Any:
+    body: models.UpdateVectors = parse(models.UpdateVectors, call.body)
+    return b.client.update_vectors(call.collection, body.points, update_filter=body.update_filter)
+
+
+def delete_vectors(b: Backend, call: Call) -> Any:
+    body: models.DeleteVectors = parse(models.DeleteVectors, call.body)
+    points = selector(body.points, body.filter)
+    return b.client.delete_vectors(call.collection, body.vector, points)
+
+
+def batch_update(b: Backend, call: Call) -> Any:
+    body: models.UpdateOperations = parse(models.UpdateOperations, call.body)
+    b.client.batch_update_points(call.collection, body.operations)
+    return [b.update_result(call) for _ in body.operations]
+
+
+COLLECTION = "/collections/{collection_name}"
+POINTS = COLLECTION + "/points"
+ENDPOINTS = (
+    Endpoint("GET", "/collections", list_collections, needs_collection=False),
+    Endpoint("GET", COLLECTION, get_collection),
+    Endpoint("GET", COLLECTION + "/exists", collection_exists, needs_collection=False),
+    Endpoint("PUT", COLLECTION, create_collection, needs_collection=False),
+    Endpoint("PATCH", COLLECTION, update_collection),
+    Endpoint("DELETE", COLLECTION, delete_collection, needs_collection=False),
+    Endpoint("PUT", COLLECTION + "/index", create_index),
+    Endpoint("DELETE", COLLECTION + "/index/{field_name}", delete_index),
+    Endpoint("POST", COLLECTION + "/facet", facet),
+    Endpoint("PUT", POINTS, upsert),
+    Endpoint("POST", POINTS, retrieve),
+    Endpoint("POST", POINTS + "/query", query_points),
+    Endpoint("POST", POINTS + "/query/batch", query_batch),
+    Endpoint("POST", POINTS + "/scroll", scroll),
+    Endpoint("POST", POINTS + "/count", count),
+    Endpoint("POST", POINTS + "/delete", delete_points),
+    Endpoint("POST", POINTS + "/payload", set_payload),
+    Endpoint("PUT", POINTS + "/payload", overwrite_payload),
+    Endpoint("POST", POINTS + "/payload/delete", delete_payload),
+    Endpoint("POST", POINTS + "/payload/clear", clear_payload),
+    Endpoint("PUT", POINTS + "/vectors", update_vectors),
+    Endpoint("POST", POINTS + "/vectors/delete", delete_vectors),
+    Endpoint("POST", POINTS + "/batch", batch_update),
+    Endpoint("GET", POINTS + "/{point_id}", get_point),
+)
+
+
+# --- HTTP ------------------------------------------------------------------------------------
+
+
+def error_response(error: ApiError, started: float) -> JSONResponse:
+    content = {"status": {"error": error.message}, "time": time.perf_counter() - started}
+    return JSONResponse(content, status_code=error.status_code)
+
+
+def route(backend: Backend, endpoint: Endpoint) -> Route:
+    async def handle(request: Request) -> Response:
+        started = time.perf_counter()
+        call = Call(dict(request.path_params), dict(request.query_params), await request.body())
+        try:
+            # local mode is synchronous and may be slow; keep it off the event loop
+            result = await run_in_threadpool(backend.execute, endpoint, call)
+        except ApiError as error:
+            return error_response(error, started)
+        except Exception as exc:  # the server answers 500 rather than dropping the connection
+            return error_response(ApiError(500, f"Service internal error: {exc}"), started)
+        body = {
+            "result": pydantic_core.to_jsonable_python(result, exclude_none=True),
+            "status": "ok",
+            "time": time.perf_counter() - started,
+        }
+        return JSONResponse(body)
+
+    return Route(endpoint.path, handle, methods=[endpoint.method])
+
+
+async def root(request: Request) -> Response:
+    return JSONResponse({"title": "qdrant - vector search engine", "version": SERVER_VERSION})
+
+
+async def health(request: Request) -> Response:
+    return PlainTextResponse("healthz check passed")
+
+
+def build_app(backend: Backend) -> Starlette:
+    routes = [Route("/", root, methods=["GET"])]
+    routes += [Route(p, health, methods=["GET"]) for p in ("/healthz", "/readyz", "/livez")]
+    routes += [route(backend, endpoint) for endpoint in ENDPOINTS]
+    return Starlette(routes=routes)
+
+
+def bind(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # connections of the previous run sit in TIME_WAIT; without this a restart on the
+    # same port fails with "address already in use"
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((HOST, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class QdrantTestServer:
+    """A Qdrant REST server for tests; stop/start keeps the port and (with a path) the data."""
+
+    def __init__(self, path: str | Path | None = None, port: int = 0) -> None:
+        self.path = Path(path) if path is not None else None
+        self.port = port
+        self._backend: Backend | None = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        if self.port == 0:
+            raise RuntimeError("the port is only known once the server has started")
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
+    def start(self) -> Self:
+        if self.running:
+            return self
+        sock = bind(self.port)
+        self.port = sock.getsockname()[1]  # kept, so restarts come back on the same address
+        try:
+            self._backend = Backend(self.path)
+        except BaseException:
+            sock.close()
+            raise
+        config = uvicorn.Config(
+            build_app(self._backend),
+            log_level="warning",
+            access_log=False,
+            ws="none",  # no websockets import, so none of its deprecation warnings
+            lifespan="off",
+            timeout_graceful_shutdown=1,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run,
+            kwargs={"sockets": [sock]},
+            name="qdrant-test-server",
+            daemon=True,  # a test that forgets stop() must not hang the interpreter at exit
+        )
+        self._thread.start()
+        self._wait_until_answering(sock)
+        return self
+
+    def _wait_until_answering(self, sock: socket.socket) -> None:
+        assert self._server is not None and self._thread is not None
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                sock.close()
+                self.stop()
+                raise RuntimeError("the Qdrant test server did not start")
+            time.sleep(0.01)
+        with httpx.Client(timeout=START_TIMEOUT_S) as http:
+            http.get(f"{self.url}/readyz").raise_for_status()
+
+    def stop(self) -> None:
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join()
+        if self._backend is not None:
+            self._backend.close()  # releases local mode's lock file for the next start
+        self._server = self._thread = self._backend = None
+
+    @contextmanager
+    def local(self) -> Iterator[QdrantClient]:
+        """The underlying local client, held under the lock that serialises the server."""
+        if self._backend is None:
+            raise RuntimeError("the Qdrant test server is not running")
+        with self._backend.lock:
+            yield self._backend.client
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Serve qdrant-client local mode over REST.")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--path", default=None, help="storage dir; in memory when omitted")
+    args = parser.parse_args(argv)
+
+    stopping = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stopping.set())
+    with QdrantTestServer(args.path, args.port) as server:
+        print(f"READY {server.url}", flush=True)
+        stopping.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

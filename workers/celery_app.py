@@ -1,0 +1,36 @@
+"""The Celery application: broker settings chosen to agree with memory-pool's own leases."""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from shared.settings import Settings
+from workers.tasks import register_tasks
+from workers.worker_context import WorkerContext
+
+
+def make_celery(settings: Settings, context: WorkerContext | None = None) -> Celery:
+    """The Celery app for these settings, with the flush task bound to a worker context."""
+    app = Celery("memory_pool", broker=settings.redis_url, set_as_current=False)
+    app.conf.update(
+        task_serializer="json",
+        accept_content=["json"],
+        task_ignore_result=True,
+        # A task is acknowledged when done, and put back if its worker dies; memory-pool's
+        # leases make a second run of the same claim a no-op, so redelivery is always safe.
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        # Hard limit below the lease: a stalled flush is killed before its lease can expire
+        # and another worker take the conversation, so it never overwrites newer work.
+        task_time_limit=settings.task_time_limit,
+        task_soft_time_limit=settings.task_soft_time_limit,
+        # Recovery is the sweep's job (within a lease); Celery only must not redeliver a task
+        # that is still running, so its visibility timeout just has to exceed the hard limit.
+        broker_transport_options={"visibility_timeout": int(settings.lease_seconds * 5)},
+        broker_connection_retry_on_startup=True,
+        worker_hijack_root_logger=False,
+        worker_send_task_events=False,
+    )
+    register_tasks(app, context or WorkerContext(settings))
+    return app

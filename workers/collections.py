@@ -1,0 +1,47 @@
+"""Makes sure an agent's collection exists and suits the embedding model, once per process."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import redis
+
+from shared import keys
+from shared.embedder import Embedder
+from shared.errors import DimensionMismatch, ModelMismatch
+from shared.store import Store
+
+log = logging.getLogger(__name__)
+
+
+class CollectionGuard:
+    """Creates collections on first use and holds an agent's writes when its collection differs.
+
+    Only successes are cached: a mismatch is checked again on every flush, so fixing the
+    configuration (or the collection) lets the held messages through without a restart.
+    """
+
+    def __init__(self, store: Store, embedder: Embedder, client: redis.Redis) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.redis = client
+        self._ready: set[str] = set()
+        self._lock = threading.Lock()
+
+    def ensure(self, agent: str, collection: str) -> None:
+        """Raise DimensionMismatch/ModelMismatch (after flagging the agent) or return when ready."""
+        with self._lock:
+            if collection in self._ready:
+                return
+        try:
+            self.store.ensure_collection(
+                collection, size=self.embedder.dimensions(), model=self.embedder.model
+            )
+        except (DimensionMismatch, ModelMismatch) as exc:
+            log.error("writes for agent %r are held: %s", agent, exc)
+            self.redis.set(keys.blocked(agent), str(exc))
+            raise
+        self.redis.delete(keys.blocked(agent))
+        with self._lock:
+            self._ready.add(collection)

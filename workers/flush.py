@@ -1,0 +1,232 @@
+"""The flush: buffered messages -> chunks -> one embedding batch -> upserts -> atomic commit.
+
+A plain function that tests call directly with real Redis and a local-mode Qdrant; the Celery
+task is only its shell. Everything it writes is keyed deterministically, so a flush that dies
+anywhere can simply run again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from shared.agents import AgentConfig, Agents
+from shared.backoff import compute_backoff
+from shared.buffers import Buffers, Claim, Commit, ConversationState
+from shared.embedder import Embedder
+from shared.errors import (
+    DimensionMismatch,
+    InputRejected,
+    MemoryPoolError,
+    ModelMismatch,
+    UpstreamUnavailable,
+)
+from shared.flush_plan import ChunkWrite, FlushPlan, plan_flush
+from shared.format import ChunkContext, chunk_payload, chunk_text
+from shared.naming import point_id
+from shared.store import PointToWrite, Store
+from workers.collections import CollectionGuard
+
+log = logging.getLogger(__name__)
+
+BLOCKED_RETRY_SECONDS = 60.0
+
+
+@dataclass
+class FlushDeps:
+    """What a flush talks to; built once per worker process."""
+
+    buffers: Buffers
+    embedder: Embedder
+    store: Store
+    agents: Agents
+    collections: CollectionGuard
+
+
+@dataclass
+class FlushReport:
+    conversations: int = 0
+    chunks_written: int = 0
+    dead_letters: int = 0
+    retried: int = 0
+
+
+@dataclass
+class _Work:
+    """One claimed conversation on its way through the flush."""
+
+    state: ConversationState
+    agent: AgentConfig
+    plan: FlushPlan
+    points: list[PointToWrite] = field(default_factory=list)
+    dead: list[str] = field(default_factory=list)
+    open_dead: bool = False  # the open chunk itself was rejected: its messages leave the buffer
+
+    @property
+    def collection(self) -> str:
+        return self.agent.collection_name
+
+    @property
+    def context(self) -> ChunkContext:
+        meta = self.state.meta
+        return ChunkContext(
+            source=meta.get("source", ""),
+            channel_id=meta.get("channel") or None,
+            guild_id=meta.get("guild") or None,
+            conversation_id=meta.get("cid") or None,
+        )
+
+
+def _prepare(state: ConversationState, agents: Agents) -> _Work:
+    agent = agents.get(state.agent)
+    meta = state.meta
+    quiet = time.time() - int(meta.get("last", "0")) / 1000
+    plan = plan_flush(
+        state.messages,
+        agent.rules,
+        written=int(meta.get("written", "0")),
+        quiet_for_seconds=quiet,
+        idle_seconds=agent.idle_flush_seconds,
+        force=meta.get("force") == "1",
+    )
+    return _Work(state, agent, plan)
+
+
+def _retry(deps: FlushDeps, work: _Work, error: MemoryPoolError, report: FlushReport) -> None:
+    retry_after = error.retry_after if isinstance(error, UpstreamUnavailable) else None
+    attempts = int(work.state.meta.get("attempts", "0"))
+    delay = compute_backoff(attempts, retry_after=retry_after)
+    log.warning("flush of %s waits %.1fs: %s", work.state.claim.conversation, delay, error)
+    deps.buffers.release(work.state.claim, retry_in=delay, failed=True)
+    report.retried += 1
+
+
+def _dead_letter(work: _Work, write: ChunkWrite, reason: str) -> str:
+    payload = chunk_payload(write.messages, work.context)
+    return json.dumps(
+        {
+            "agent": work.agent.name,
+            "collection": work.collection,
+            "conversation": work.state.claim.conversation,
+            "point_id": point_id(work.collection, work.context.source, write.messages[0].id),
+            "payload": payload,
+            "reason": reason,
+            "at": int(time.time() * 1000),
+        },
+        ensure_ascii=False,
+    )
+
+
+def _attach_vectors(work: list[_Work], vectors: Sequence[list[float] | InputRejected]) -> None:
+    position = 0
+    for item in work:
+        for write in item.plan.writes:
+            vector = vectors[position]
+            position += 1
+            if isinstance(vector, InputRejected):
+                log.error("embedding provider rejected a chunk for good: %s", vector)
+                item.dead.append(_dead_letter(item, write, str(vector)))
+                item.open_dead = item.open_dead or not write.closed
+                continue
+            payload = chunk_payload(write.messages, item.context)
+            pid = point_id(item.collection, item.context.source, write.messages[0].id)
+            item.points.append(PointToWrite(id=pid, vector=vector, payload=payload))
+
+
+def _ready_for_writes(deps: FlushDeps, work: list[_Work], report: FlushReport) -> list[_Work]:
+    """Keep the conversations whose collection can take writes; hold or retry the rest."""
+    ready = []
+    for item in work:
+        try:
+            deps.collections.ensure(item.agent.name, item.collection)
+        except (DimensionMismatch, ModelMismatch):
+            deps.buffers.release(item.state.claim, retry_in=BLOCKED_RETRY_SECONDS, failed=False)
+            continue
+        except UpstreamUnavailable as exc:
+            _retry(deps, item, exc, report)
+            continue
+        ready.append(item)
+    return ready
+
+
+def _upsert(deps: FlushDeps, work: list[_Work], report: FlushReport) -> list[_Work]:
+    """Upsert per collection; a collection that fails sends its conversations to retry."""
+    by_collection: dict[str, list[_Work]] = {}
+    for item in work:
+        by_collection.setdefault(item.collection, []).append(item)
+    stored = []
+    for collection, items in by_collection.items():
+        points = [point for item in items for point in item.points]
+        try:
+            if points:
+                deps.store.upsert(collection, points)
+        except UpstreamUnavailable as exc:
+            for item in items:
+                _retry(deps, item, exc, report)
+            continue
+        stored.extend(items)
+    return stored
+
+
+def _commit(deps: FlushDeps, item: _Work, report: FlushReport) -> None:
+    plan = item.plan
+    open_chars = plan.open_chars if item.open_dead else 0
+    commit = Commit(
+        consumed=plan.consumed + (plan.open_count if item.open_dead else 0),
+        consumed_chars=plan.consumed_chars + open_chars,
+        open_count=plan.open_count,
+        written=0 if item.open_dead else plan.written_after,
+        idle_seconds=item.agent.idle_flush_seconds,
+        wrote_points=bool(item.points),
+        dead_letters=item.dead,
+    )
+    outcome = deps.buffers.commit(item.state, commit)
+    if outcome == -1:
+        # Messages were deleted while this flush ran: what it wrote may hold them. Take its
+        # points back; the conversation is due again and the next flush writes what remains.
+        deps.store.delete_points(item.collection, [point.id for point in item.points])
+        return
+    if outcome == 1:
+        report.conversations += 1
+        report.chunks_written += len(item.points)
+        report.dead_letters += len(item.dead)
+
+
+def _still_ours(deps: FlushDeps, item: _Work) -> bool:
+    outcome = deps.buffers.renew(item.state)
+    if outcome == -1:
+        # Changed by a delete while embedding: flush it again from what is left.
+        deps.buffers.release(item.state.claim, retry_in=0, failed=False)
+    return outcome == 1
+
+
+def flush(claims: Sequence[Claim], deps: FlushDeps) -> FlushReport:
+    """Flush the claimed conversations together, so their chunks share embedding requests."""
+    report = FlushReport()
+    work = []
+    for claim in claims:
+        state = deps.buffers.begin(claim)
+        if state is not None:
+            work.append(_prepare(state, deps.agents))
+    idle = [item for item in work if not item.plan.writes]
+    for item in idle:
+        _commit(deps, item, report)
+    ready = _ready_for_writes(deps, [item for item in work if item.plan.writes], report)
+    texts = [chunk_text(write.messages) for item in ready for write in item.plan.writes]
+    if not texts:
+        return report
+    try:
+        vectors = deps.embedder.embed(texts)
+    except UpstreamUnavailable as exc:
+        for item in ready:
+            _retry(deps, item, exc, report)
+        return report
+    _attach_vectors(ready, vectors)
+    # Embedding may have taken a while: keep only conversations still ours and unchanged.
+    ready = [item for item in ready if _still_ours(deps, item)]
+    for item in _upsert(deps, ready, report):
+        _commit(deps, item, report)
+    return report
