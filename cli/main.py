@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -17,6 +19,42 @@ app = typer.Typer(
     add_completion=False,
 )
 
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", help="Agents file (YAML or TOML); default MEMORY_POOL_CONFIG."),
+]
+
+
+def _settings(config: Path | None = None) -> Settings:
+    overrides = {"MEMORY_POOL_CONFIG": str(config)} if config else {}
+    settings = Settings(**overrides)
+    try:
+        load_agents(settings.config_path)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(code=2) from exc
+    return settings
+
+
+def _logging(level: str = "INFO") -> None:
+    logging.basicConfig(
+        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+
+
+def _require_servers(settings: Settings, role: str) -> None:
+    """Workers and the scheduler of a deployment need shared Redis and a Qdrant server."""
+    if not settings.redis_url:
+        typer.echo(f"error: `memory-pool {role}` needs REDIS_URL (the shared broker)", err=True)
+        raise typer.Exit(code=2)
+    if role == "worker" and not settings.qdrant_url:
+        typer.echo(
+            "error: `memory-pool worker` needs QDRANT_URL. Without it Qdrant runs in local mode, "
+            "which only one process may open: `memory-pool serve` runs its worker inside itself.",
+            err=True,
+        )
+        raise typer.Exit(code=2)
+
 
 @app.callback()
 def _root() -> None:
@@ -24,29 +62,105 @@ def _root() -> None:
 
 
 @app.command("check-config")
-def check_config(
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", help="Agents file (YAML or TOML); default MEMORY_POOL_CONFIG."),
-    ] = None,
-) -> None:
+def check_config(config: ConfigOption = None) -> None:
     """Check the settings and the agents file, and list each agent's collection and speaker."""
-    settings = Settings()
-    path = config or settings.config_path
-    try:
-        agents = load_agents(path)
-    except ConfigError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(code=2) from exc
+    settings = _settings(config)
+    agents = load_agents(settings.config_path)
     typer.echo(f"embedding: {settings.embedding_provider} {settings.embedding_model}")
-    if path is None:
+    if settings.config_path is None:
         typer.echo("no agents file: any agent name is accepted (set MEMORY_POOL_CONFIG)")
     for agent in agents.listed:
         typer.echo(f"agent {agent.name}: collection {agent.collection_name}, self {agent.speaker}")
-    if path is not None:
+    if settings.config_path is not None:
         unlisted = "accepted" if agents.accept_unlisted else "refused"
         typer.echo(f"unlisted agents: {unlisted}")
 
 
+@app.command()
+def api(
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (the Discord plugin's default).")] = 3102,
+    config: ConfigOption = None,
+) -> None:
+    """Run only the HTTP API against REDIS_URL and QDRANT_URL (the compose `api` service)."""
+    import uvicorn
+
+    from api.app import create_app
+
+    settings = _settings(config)
+    _require_servers(settings, "api")
+    _logging()
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+
+
+@app.command()
+def worker(
+    concurrency: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+    loglevel: Annotated[str, typer.Option(help="Log level.")] = "INFO",
+    config: ConfigOption = None,
+) -> None:
+    """Run a Celery worker that flushes conversations (scale with more of these)."""
+    from workers.celery_app import make_celery
+
+    settings = _settings(config)
+    _require_servers(settings, "worker")
+    _logging(loglevel)
+    celery_app = make_celery(settings)
+    argv = ["worker", f"--concurrency={concurrency}", f"--loglevel={loglevel}", "--pool=prefork"]
+    celery_app.worker_main(argv)
+
+
+@app.command()
+def scheduler(config: ConfigOption = None) -> None:
+    """Run the sweep that hands due conversations to workers (exactly one per deployment)."""
+    from shared.buffers import Buffers
+    from shared.runtime import redis_client
+    from workers.celery_app import make_celery
+    from workers.scheduler import Scheduler, celery_sender
+
+    settings = _settings(config)
+    _require_servers(settings, "scheduler")
+    _logging()
+    buffers = Buffers(
+        redis_client(settings),
+        dedupe_ttl_seconds=settings.dedupe_ttl_seconds,
+        lease_seconds=settings.lease_seconds,
+    )
+    sweep = Scheduler(
+        buffers,
+        celery_sender(make_celery(settings)),
+        interval=settings.scheduler_interval_seconds,
+        batch=settings.flush_batch_conversations,
+    )
+    logging.getLogger(__name__).info("scheduler started")
+    try:
+        sweep.run()
+    except KeyboardInterrupt:
+        sweep.stop()
+
+
+@app.command()
+def health(
+    url: Annotated[str, typer.Option(help="The running memory-pool.")] = "http://127.0.0.1:3102",
+) -> None:
+    """Ask a running memory-pool for /health; exit 1 unless everything is ok."""
+    import json
+
+    import httpx
+
+    try:
+        response = httpx.get(f"{url.rstrip('/')}/health", timeout=10)
+    except httpx.HTTPError as exc:
+        typer.echo(f"error: {url} is not answering: {exc}", err=True)
+        raise typer.Exit(code=2) from exc
+    report = response.json()
+    typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    raise typer.Exit(code=0 if report.get("status") == "ok" else 1)
+
+
 def main() -> None:
-    app()
+    app(prog_name="memory-pool")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
