@@ -9,7 +9,8 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from api.errors import install_error_handlers
-from api.routes import operations, save
+from api.recall import QueryCache
+from api.routes import agents, dead_letters, operations, retrieve, save
 from shared.runtime import Runtime
 from shared.settings import Settings
 
@@ -21,6 +22,7 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = runtime is None
         app.state.runtime = runtime or Runtime.build(settings)
+        app.state.query_cache = QueryCache(app.state.runtime.embedder)
         try:
             yield
         finally:
@@ -36,5 +38,8 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
     )
     install_error_handlers(app)
     app.include_router(save.router)
+    app.include_router(retrieve.router)
     app.include_router(operations.router)
+    app.include_router(agents.router)
+    app.include_router(dead_letters.router)
     return app

@@ -47,6 +47,21 @@ def _where(loc: tuple) -> str:
     return text.lstrip(".") or "body"
 
 
+def _not_json(error: dict) -> str | None:
+    """Why the body is not JSON at all, or None when it is JSON of the wrong shape."""
+    if error.get("type") == "json_invalid":
+        return "the request body is not valid JSON"
+    if tuple(error.get("loc", ())) != ("body",):
+        return None
+    if error.get("type") == "missing":
+        return "the request body is empty: send a JSON object with `bot` and `messages`"
+    # FastAPI hands over the raw bytes when the Content-Type is absent or not JSON (it does not
+    # parse those, against cross-site requests), so they never reach the model as an object.
+    if isinstance(error.get("input"), bytes):
+        return "the request body is not JSON: send it with Content-Type: application/json"
+    return None
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(MemoryPoolError)
     async def _memory_pool_error(_: Request, exc: MemoryPoolError) -> JSONResponse:
@@ -56,10 +71,9 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
         first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
-        if first.get("type") == "json_invalid":
-            return JSONResponse(
-                error_body("invalid_json", "the request body is not valid JSON"), status_code=400
-            )
+        not_json = _not_json(first)
+        if not_json:
+            return JSONResponse(error_body("invalid_json", not_json), status_code=400)
         detail = "; ".join(f"{_where(e['loc'])}: {e['msg']}" for e in errors[:5])
         if len(errors) > 5:
             detail += f"; and {len(errors) - 5} more"

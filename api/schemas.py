@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -65,3 +65,40 @@ class FlushResponse(BaseModel):
     conversations: int = Field(description="Conversations with buffered messages to write.")
     pending: int = Field(description="Conversations still not fully written when answering.")
     done: bool
+
+
+class RetrieveRequest(BaseModel):
+    """What the Discord plugin sends, plus optional limits and filters."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    bot: str = Field(min_length=1, description="The agent key; selects the collection.")
+    query_text: str = Field(description="The incoming message to find memories for.")
+    exclude_message_ids: list[Id] = Field(
+        default_factory=list, description="Ids already in the reader's context: never recalled."
+    )
+    limit: int = Field(5, ge=1, le=100, description="How many chunks at most.")
+    score_threshold: float = Field(0.3, ge=-1, le=1, description="Lowest cosine score kept.")
+    source: str | None = Field(None, description='Only chunks from this interface ("discord").')
+    channel_id: Id | None = Field(None, description="Only chunks from this channel.")
+    guild_id: Id | None = Field(None, description="Only chunks from this guild.")
+    since: int | None = Field(None, description="Only chunks whose oldest message is at or after.")
+    until: int | None = Field(None, description="Only chunks whose oldest message is at or before.")
+
+    _ids = field_validator("exclude_message_ids", mode="before")(
+        lambda value: [_id_to_str(v) for v in value] if isinstance(value, list) else value
+    )
+    _one_ids = field_validator("channel_id", "guild_id", mode="before")(_id_to_str)
+
+
+class Hit(BaseModel):
+    id: str = Field(description="The point id.")
+    score: float = Field(description="Cosine similarity to the query.")
+    payload: dict[str, Any] = Field(description="The point's payload as stored.")
+
+
+class RetrieveResponse(BaseModel):
+    hits: list[Hit]
+    formatted: str = Field(
+        description="st-qdrant-memory's [Past chat memories] block; empty when nothing qualifies."
+    )

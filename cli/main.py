@@ -116,7 +116,7 @@ def scheduler(config: ConfigOption = None) -> None:
     from shared.buffers import Buffers
     from shared.runtime import redis_client
     from workers.celery_app import make_celery
-    from workers.scheduler import Scheduler, celery_sender
+    from workers.scheduler import celery_scheduler
 
     settings = _settings(config)
     _require_servers(settings, "scheduler")
@@ -126,17 +126,38 @@ def scheduler(config: ConfigOption = None) -> None:
         dedupe_ttl_seconds=settings.dedupe_ttl_seconds,
         lease_seconds=settings.lease_seconds,
     )
-    sweep = Scheduler(
-        buffers,
-        celery_sender(make_celery(settings)),
-        interval=settings.scheduler_interval_seconds,
-        batch=settings.flush_batch_conversations,
-    )
+    sweep = celery_scheduler(buffers, make_celery(settings), settings)
     logging.getLogger(__name__).info("scheduler started")
     try:
         sweep.run()
     except KeyboardInterrupt:
         sweep.stop()
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (the Discord plugin's default).")] = 3102,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", help="Where Redis and Qdrant keep data; MEMORY_POOL_DATA_DIR."),
+    ] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Run everything in one process with its data in one folder (what `make run` starts)."""
+    from cli.embedded_redis import EmbeddedRedisError
+    from cli.serve import ServeError, run_in_one_process
+
+    settings = _settings(config)
+    if data_dir is not None:
+        settings = settings.model_copy(update={"data_dir": data_dir})
+    _logging()
+    try:
+        code = run_in_one_process(settings, host=host, port=port)
+    except (EmbeddedRedisError, ServeError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(code=2) from exc
+    raise typer.Exit(code=code)
 
 
 @app.command()

@@ -117,14 +117,20 @@ if consumed > 0 then
   redis.call('LTRIM', KEYS[3], consumed, -1)
   redis.call('HINCRBY', KEYS[2], 'chars', -consumed_chars)
 end
-for d = 11, #ARGV do redis.call('RPUSH', KEYS[5], ARGV[d]) end
+for d = 12, #ARGV do redis.call('RPUSH', KEYS[5], ARGV[d]) end
 redis.call('HSET', KEYS[2], 'written', written)
-redis.call('HDEL', KEYS[2], 'force', 'attempts')
+redis.call('HDEL', KEYS[2], 'attempts')
+-- Only the force requests this flush saw are met; one made while it ran still stands.
+local forced = tonumber(ARGV[11])
+local force = tonumber(redis.call('HGET', KEYS[2], 'force') or '0')
+if forced > 0 then force = redis.call('HINCRBY', KEYS[2], 'force', -forced) end
+if force <= 0 then redis.call('HDEL', KEYS[2], 'force') end
 if tonumber(ARGV[10]) > 0 then redis.call('HSET', KEYS[6], 'last_write', now) end
 local left = redis.call('LLEN', KEYS[3])
 if left == 0 or (left == open_count and written == left) then
   redis.call('ZREM', KEYS[4], member)
-elseif left > open_count then
+  redis.call('HDEL', KEYS[2], 'force')
+elseif left > open_count or force > 0 then
   redis.call('ZADD', KEYS[4], now, member)
 else
   local last = tonumber(redis.call('HGET', KEYS[2], 'last') or now)
@@ -147,7 +153,7 @@ local n = 0
 for _, member in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   local meta = ARGV[2] .. member
   if redis.call('EXISTS', meta) == 1 and redis.call('LLEN', ARGV[3] .. member) > 0 then
-    redis.call('HSET', meta, 'force', 1)
+    redis.call('HINCRBY', meta, 'force', 1)
     local current = tonumber(redis.call('ZSCORE', KEYS[2], member))
     if current == nil or current > tonumber(ARGV[1]) then
       redis.call('ZADD', KEYS[2], ARGV[1], member)
@@ -219,6 +225,7 @@ class Commit:
     idle_seconds: float
     wrote_points: bool
     dead_letters: Sequence[str] = ()
+    forced: int = 0  # the force requests the flush saw (meta `force` when it began)
 
 
 def _now_ms() -> int:
@@ -325,7 +332,8 @@ class Buffers:
         args: list[object] = [
             state.claim.token, _now_ms(), conversation, state.generation, commit.consumed,
             commit.consumed_chars, commit.open_count, commit.written,
-            int(commit.idle_seconds * 1000), int(commit.wrote_points), *commit.dead_letters,
+            int(commit.idle_seconds * 1000), int(commit.wrote_points), commit.forced,
+            *commit.dead_letters,
         ]  # fmt: skip
         stats = keys.agent_stats(state.agent)
         return int(

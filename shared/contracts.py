@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 FLUSH_TASK = "memory_pool.flush"
+REPLAY_TASK = "memory_pool.replay_dead_letters"
 
 
 class ClaimModel(BaseModel):

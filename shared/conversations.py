@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from shared.keys import agent_key, part
 
@@ -29,3 +30,8 @@ class ConversationRef:
     def key(self) -> str:
         """The conversation's name inside Redis keys and the due set."""
         return f"{agent_key(self.agent)}:{part(self.source)}:{part(self.scope)}"
+
+
+def source_of(key: str) -> str:
+    """The source part of a conversation key."""
+    return unquote(key.split(":")[1])

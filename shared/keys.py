@@ -8,6 +8,8 @@ PREFIX = "mp:"
 
 DUE = f"{PREFIX}due"  # ZSET conversation -> Unix ms when it next needs a flush
 DEAD_LETTERS = f"{PREFIX}dead"  # LIST of JSON dead letters, oldest first
+REPLAY = f"{PREFIX}replay"  # LIST of dead letters queued for another try
+REPLAY_LOCK = f"{PREFIX}replay:lock"  # one replay at a time
 AGENTS = f"{PREFIX}agents"  # SET of agent keys that have ever buffered a message
 
 

@@ -25,6 +25,8 @@ class Message:
     def to_json(self) -> str:
         # Short keys: a buffered message is the unit of Redis memory under a firehose.
         record: dict[str, object] = {"i": self.id, "t": self.text, "s": self.speaker, "ts": self.ts}
+        # The chunker's size rides along so Redis scripts can keep the buffered-size hint exact.
+        record["z"] = self.size
         if self.user_id is not None:
             record["u"] = self.user_id
         if self.is_self:

@@ -61,26 +61,41 @@ def dedupe_key(text: str) -> bytes:
     return cleaned.encode("utf-16-le", "surrogatepass")[: DEDUPE_PREFIX_UTF16_UNITS * 2]
 
 
+class HitSelector:
+    """Keeps hits in score order, dropping excluded and duplicate-text ones, up to `limit`.
+
+    Fed page by page, so a caller over-fetching from Qdrant keeps one dedupe state across pages.
+    """
+
+    def __init__(self, excluded_ids: set[str], limit: int) -> None:
+        self.excluded = excluded_ids
+        self.limit = limit
+        self.kept: list[RecallHit] = []
+        self._seen: set[bytes] = set()
+
+    @property
+    def full(self) -> bool:
+        return len(self.kept) >= self.limit
+
+    def offer(self, hit: RecallHit) -> None:
+        if self.full or is_excluded(hit.payload, self.excluded):
+            return
+        key = dedupe_key(str(hit.payload.get("text", "")))
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        self.kept.append(hit)
+
+
 def select_hits(
     candidates: Iterable[RecallHit], excluded_ids: set[str], limit: int
 ) -> tuple[list[RecallHit], int]:
-    """Keep hits in score order, dropping excluded and duplicate-text ones, up to `limit`.
-
-    Returns the kept hits and how many candidates were looked at, so a caller over-fetching
-    from Qdrant knows whether it ran out of candidates before filling `limit`.
-    """
-    kept: list[RecallHit] = []
-    seen: set[bytes] = set()
+    """Select from one list of candidates; returns the kept hits and how many were examined."""
+    selector = HitSelector(excluded_ids, limit)
     examined = 0
     for hit in candidates:
-        examined += 1
-        if is_excluded(hit.payload, excluded_ids):
-            continue
-        key = dedupe_key(str(hit.payload.get("text", "")))
-        if key in seen:
-            continue
-        seen.add(key)
-        kept.append(hit)
-        if len(kept) >= limit:
+        if selector.full:
             break
-    return kept, examined
+        examined += 1
+        selector.offer(hit)
+    return selector.kept, examined

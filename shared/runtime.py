@@ -8,6 +8,7 @@ import redis
 
 from shared.agents import Agents, load_agents
 from shared.buffers import Buffers
+from shared.dead_letters import DeadLetters
 from shared.embedder import Embedder, make_embedder
 from shared.settings import Settings
 from shared.store import Store
@@ -34,6 +35,7 @@ class Runtime:
     buffers: Buffers
     store: Store
     embedder: Embedder
+    dead_letters: DeadLetters
 
     @classmethod
     def build(cls, settings: Settings, *, agents: Agents | None = None) -> Runtime:
@@ -49,6 +51,7 @@ class Runtime:
             ),
             store=Store.open(settings),
             embedder=make_embedder(settings),
+            dead_letters=DeadLetters(client),
         )
 
     def close(self) -> None:

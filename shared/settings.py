@@ -67,6 +67,12 @@ class Settings(BaseSettings):
     )
     dedupe_ttl_days: float = Field(30, gt=0, validation_alias=_env("MEMORY_POOL_DEDUPE_TTL_DAYS"))
 
+    # --- /retrieve --------------------------------------------------------------------------
+    # Below the Discord plugin's 3.5 s budget, so a slow recall answers 503 before it gives up.
+    recall_timeout_seconds: float = Field(
+        3.0, gt=0, validation_alias=_env("MEMORY_POOL_RECALL_TIMEOUT")
+    )
+
     # --- workers ---------------------------------------------------------------------------
     # A worker's lease on a conversation; the task's hard time limit stays below it, so a
     # stalled worker is killed before another one can take the conversation over.

@@ -254,6 +254,17 @@ class Store:
             missing=0,
         )
 
+    def facet_counts(self, name: str, key: str, *, limit: int = 100) -> dict[str, int]:
+        """How many points hold each value of a keyword field (exact)."""
+        response = self._read(
+            name,
+            lambda client: client.facet(name, key=key, limit=limit, exact=True),
+            missing=None,
+        )
+        if response is None:
+            return {}
+        return {str(hit.value): int(hit.count) for hit in response.hits}
+
     # --- plumbing --------------------------------------------------------------------------
 
     @contextmanager

@@ -18,7 +18,7 @@ from shared.agents import Agents
 from shared.runtime import Runtime
 from shared.settings import Settings
 from workers.celery_app import make_celery
-from workers.scheduler import Scheduler, celery_sender
+from workers.scheduler import celery_scheduler
 from workers.worker_context import WorkerContext
 
 
@@ -74,12 +74,7 @@ def running_stack(settings: Settings, agents: Agents) -> Iterator[Stack]:
     local-mode Qdrant (only one client may open it)."""
     runtime = Runtime.build(settings, agents=agents)
     celery_app = make_celery(settings, WorkerContext(settings, runtime=runtime))
-    scheduler = Scheduler(
-        runtime.buffers,
-        celery_sender(celery_app),
-        interval=settings.scheduler_interval_seconds,
-        batch=settings.flush_batch_conversations,
-    )
+    scheduler = celery_scheduler(runtime.buffers, celery_app, settings)
     sweeper = threading.Thread(target=scheduler.run, name="scheduler", daemon=True)
     try:
         with start_worker(

@@ -80,6 +80,11 @@ class _Work:
         )
 
 
+def _forced(meta: dict[str, str]) -> int:
+    """How many force-flush requests are pending on the conversation."""
+    return int(meta.get("force") or "0")
+
+
 def _prepare(state: ConversationState, agents: Agents) -> _Work:
     agent = agents.get(state.agent)
     meta = state.meta
@@ -90,7 +95,7 @@ def _prepare(state: ConversationState, agents: Agents) -> _Work:
         written=int(meta.get("written", "0")),
         quiet_for_seconds=quiet,
         idle_seconds=agent.idle_flush_seconds,
-        force=meta.get("force") == "1",
+        force=_forced(meta) > 0,
     )
     return _Work(state, agent, plan)
 
@@ -182,6 +187,7 @@ def _commit(deps: FlushDeps, item: _Work, report: FlushReport) -> None:
         idle_seconds=item.agent.idle_flush_seconds,
         wrote_points=bool(item.points),
         dead_letters=item.dead,
+        forced=_forced(item.state.meta),
     )
     outcome = deps.buffers.commit(item.state, commit)
     if outcome == -1:

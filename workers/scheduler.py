@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
+from celery import Celery
+
 from shared.buffers import Buffers, Claim
-from shared.contracts import FlushTask
+from shared.contracts import FLUSH_TASK, REPLAY_TASK, FlushTask
+from shared.dead_letters import DeadLetters
+from shared.settings import Settings
 
 log = logging.getLogger(__name__)
 
 Send = Callable[[FlushTask], None]
+SendReplay = Callable[[], None]
+
+REPLAY_EVERY_SECONDS = 1.0
 
 
 class Scheduler:
@@ -22,10 +30,20 @@ class Scheduler:
     """
 
     def __init__(
-        self, buffers: Buffers, send: Send, *, interval: float, batch: int, per_tick: int = 512
+        self,
+        buffers: Buffers,
+        send: Send,
+        *,
+        interval: float,
+        batch: int,
+        per_tick: int = 512,
+        send_replay: SendReplay | None = None,
     ) -> None:
         self.buffers = buffers
         self.send = send
+        self.send_replay = send_replay
+        self._dead = DeadLetters(buffers.redis)
+        self._last_replay = 0.0
         self.interval = interval
         self.batch = batch
         self.per_tick = per_tick
@@ -36,7 +54,17 @@ class Scheduler:
         claims = self.buffers.claim_due(self.per_tick)
         for start in range(0, len(claims), self.batch):
             self.send(_task(claims[start : start + self.batch]))
+        self._maybe_replay()
         return len(claims)
+
+    def _maybe_replay(self) -> None:
+        """Dead letters queued for replay get a task now and then, never a flood of them."""
+        now = time.monotonic()
+        if self.send_replay is None or now - self._last_replay < REPLAY_EVERY_SECONDS:
+            return
+        self._last_replay = now
+        if self._dead.pending_replays():
+            self.send_replay()
 
     def run(self) -> None:
         while not self._stop.is_set():
@@ -58,11 +86,28 @@ def _task(claims: list[Claim]) -> FlushTask:
     )
 
 
-def celery_sender(app: object) -> Send:
+def celery_sender(app: Celery) -> Send:
     """Send flush tasks through a Celery app."""
-    from shared.contracts import FLUSH_TASK
 
     def send(task: FlushTask) -> None:
-        app.send_task(FLUSH_TASK, args=[task.model_dump()])  # type: ignore[attr-defined]
+        app.send_task(FLUSH_TASK, args=[task.model_dump()])
 
     return send
+
+
+def celery_replay_sender(app: Celery) -> SendReplay:
+    def send() -> None:
+        app.send_task(REPLAY_TASK)
+
+    return send
+
+
+def celery_scheduler(buffers: Buffers, app: Celery, settings: Settings) -> Scheduler:
+    """The scheduler of a deployment, sending its tasks through `app`."""
+    return Scheduler(
+        buffers,
+        celery_sender(app),
+        interval=settings.scheduler_interval_seconds,
+        batch=settings.flush_batch_conversations,
+        send_replay=celery_replay_sender(app),
+    )

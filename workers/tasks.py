@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING
 from celery import Celery
 
 from shared.buffers import Claim
-from shared.contracts import FLUSH_TASK, FlushTask
+from shared.contracts import FLUSH_TASK, REPLAY_TASK, FlushTask
+from shared.dead_letters import DeadLetters
 from workers.flush import flush
+from workers.replay import replay
 
 if TYPE_CHECKING:
     from workers.worker_context import WorkerContext
@@ -18,10 +20,24 @@ log = logging.getLogger(__name__)
 
 
 def register_tasks(app: Celery, context: WorkerContext) -> None:
-    @app.task(name=FLUSH_TASK, ignore_result=True)
+    @app.task(name=FLUSH_TASK, ignore_result=True, shared=False)
     def flush_conversations(payload: dict) -> dict:
         task = FlushTask.model_validate(payload)
         claims = [Claim(c.conversation, c.token) for c in task.claims]
         report = flush(claims, context.deps())
         log.debug("flushed %s", report)
         return {"chunks_written": report.chunks_written, "retried": report.retried}
+
+    @app.task(name=REPLAY_TASK, ignore_result=True, shared=False)
+    def replay_dead_letters() -> dict:
+        deps = context.deps()
+        client = deps.buffers.redis
+        report = replay(
+            client=client,
+            dead=DeadLetters(client),
+            embedder=deps.embedder,
+            store=deps.store,
+            collections=deps.collections,
+            lease=context.settings.task_time_limit,
+        )
+        return {"stored": report.stored, "refused": report.refused, "dropped": report.dropped}

@@ -1,0 +1,93 @@
+"""Recall: embed the query (cached), query the agent's collection, filter, format the block."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cachetools import TTLCache
+
+from shared.agents import AgentConfig
+from shared.embedder import Embedder
+from shared.errors import InputRejected
+from shared.format import RecallHit, recall_block
+from shared.recall_query import RecallFilters, recall_filter
+from shared.recall_rules import HitSelector
+from shared.store import Store
+
+log = logging.getLogger(__name__)
+
+MIN_PAGE = 10  # st-qdrant-memory's own search size
+MAX_PAGES = 8  # a bound on over-fetching, however many hits are excluded
+
+
+class QueryCache:
+    """Query embeddings by text: clients often ask the same text again within seconds."""
+
+    def __init__(self, embedder: Embedder, *, size: int = 2048, ttl: float = 600.0) -> None:
+        self.embedder = embedder
+        self._cache: TTLCache[str, list[float]] = TTLCache(maxsize=size, ttl=ttl)
+        self._lock = threading.Lock()
+
+    def vector(self, text: str) -> list[float]:
+        with self._lock:
+            cached = self._cache.get(text)
+        if cached is not None:
+            return cached
+        (vector,) = self.embedder.embed([text])
+        if isinstance(vector, InputRejected):
+            raise vector
+        with self._lock:
+            self._cache[text] = vector
+        return vector
+
+
+@dataclass(frozen=True, slots=True)
+class RecallRequest:
+    query_text: str
+    excluded_ids: frozenset[str]
+    limit: int
+    score_threshold: float
+    filters: RecallFilters
+
+
+@dataclass(frozen=True, slots=True)
+class Recall:
+    hits: Sequence[RecallHit]
+    formatted: str
+    queries: int  # vector queries it took (1 in the common case)
+
+
+def recall(
+    agent: AgentConfig, request: RecallRequest, *, store: Store, cache: QueryCache
+) -> Recall:
+    """The best `limit` eligible chunks, over-fetching until filled or the collection runs out."""
+    try:
+        vector = cache.vector(request.query_text)
+    except InputRejected as exc:
+        # The provider refuses this text for good (content policy, length): nothing can match
+        # it, which is "no memories", not a server fault (an undocumented 500 before).
+        log.warning("recall query refused by the embedding provider: %s", exc)
+        return Recall([], "", 0)
+    query_filter = recall_filter(request.filters, request.excluded_ids)
+    selector = HitSelector(set(request.excluded_ids), request.limit)
+    page, offset, queries = max(MIN_PAGE, request.limit * 2), 0, 0
+    while not selector.full and queries < MAX_PAGES:
+        hits = store.query(
+            agent.collection_name,
+            vector,
+            limit=page,
+            offset=offset,
+            score_threshold=request.score_threshold,
+            query_filter=query_filter,
+        )
+        queries += 1
+        for hit in hits:
+            selector.offer(hit)
+        if len(hits) < page:
+            break  # nothing more above the threshold
+        offset += page
+        page *= 2
+    return Recall(selector.kept, recall_block(selector.kept, agent.legacy_user_label), queries)

@@ -1,0 +1,111 @@
+"""Per-agent management: stats, and deletes scoped to a source, conversation, message or user."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from starlette.concurrency import run_in_threadpool
+
+from api.deletes import DeleteScope, delete
+from api.deps import AgentDep, RuntimeDep
+from api.schemas import ErrorResponse
+from shared import keys
+from shared.agents import AgentConfig
+from shared.runtime import Runtime
+
+router = APIRouter(prefix="/agents/{bot}")
+
+UNKNOWN = {404: {"model": ErrorResponse, "description": "Unknown agent."}}
+
+
+class DeleteRequest(BaseModel):
+    """Exactly one scope, always within the agent in the path. There is no "delete all"."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str | None = Field(None, min_length=1, description="Every point from this interface.")
+    channel_id: str | None = Field(None, min_length=1, description="With source: one channel.")
+    conversation_id: str | None = Field(None, min_length=1, description="With source: one.")
+    message_id: str | None = Field(None, min_length=1, description="Every chunk holding it.")
+    user_id: str | None = Field(None, min_length=1, description="Every chunk they speak in.")
+
+    @model_validator(mode="after")
+    def _one_scope(self) -> DeleteRequest:
+        chosen = [
+            name
+            for name, value in (
+                ("message_id", self.message_id),
+                ("user_id", self.user_id),
+                ("source", self.source),
+            )
+            if value is not None
+        ]
+        if len(chosen) != 1:
+            raise ValueError(
+                "name exactly one scope: source (optionally with channel_id or "
+                "conversation_id), message_id, or user_id"
+            )
+        if (self.channel_id or self.conversation_id) and self.source is None:
+            raise ValueError("channel_id and conversation_id need the source they belong to")
+        if self.channel_id and self.conversation_id:
+            raise ValueError("give channel_id or conversation_id, not both")
+        return self
+
+
+class DeleteResponse(BaseModel):
+    deleted_points: int = Field(description="Points that went from the agent's collection.")
+    deleted_buffered: int = Field(description="Buffered messages that went before being stored.")
+    deleted_dead_letters: int
+
+
+class StatsResponse(BaseModel):
+    collection: str
+    points: int
+    points_by_source: dict[str, int] = Field(
+        description="memory-pool's points per source; st-qdrant-memory's have none."
+    )
+    points_without_source: int = Field(description="Points written by st-qdrant-memory.")
+    conversations: int
+    buffered_messages: int
+    last_write: int | None = Field(description="Unix ms of the last chunk written.")
+
+
+def _stats(runtime: Runtime, agent: AgentConfig) -> StatsResponse:
+    collection = agent.collection_name
+    total = runtime.store.count(collection)
+    by_source = runtime.store.facet_counts(collection, "source")
+    members = runtime.redis.smembers(keys.conversations(agent.name))
+    pipe = runtime.redis.pipeline(transaction=False)
+    for member in members:
+        pipe.llen(keys.buffer(member.decode() if isinstance(member, bytes) else member))
+    buffered = sum(int(n) for n in pipe.execute()) if members else 0
+    last: Any = runtime.redis.hget(keys.agent_stats(agent.name), "last_write")
+    return StatsResponse(
+        collection=collection,
+        points=total,
+        points_by_source=by_source,
+        points_without_source=total - sum(by_source.values()),
+        conversations=len(members),
+        buffered_messages=buffered,
+        last_write=int(last) if last else None,
+    )
+
+
+@router.get("/stats", response_model=StatsResponse, responses=UNKNOWN)
+async def stats(agent: AgentDep, runtime: RuntimeDep) -> StatsResponse:
+    """Points by source, buffered messages and the last write."""
+    return await run_in_threadpool(_stats, runtime, agent)
+
+
+@router.post("/delete", response_model=DeleteResponse, responses=UNKNOWN)
+async def delete_scope(body: DeleteRequest, agent: AgentDep, runtime: RuntimeDep) -> DeleteResponse:
+    """Delete one scope of the agent's memory; deleted message ids are never stored again."""
+    scope = DeleteScope(**body.model_dump())
+    result = await run_in_threadpool(delete, runtime, agent, scope)
+    return DeleteResponse(
+        deleted_points=result.points,
+        deleted_buffered=result.buffered,
+        deleted_dead_letters=result.dead_letters,
+    )

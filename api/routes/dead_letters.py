@@ -1,0 +1,69 @@
+"""Dead letters: chunks the embedding provider refused for good, listed and replayed."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from api.deps import RuntimeDep
+
+router = APIRouter()
+
+
+class DeadLetterView(BaseModel):
+    agent: str
+    collection: str
+    point_id: str
+    reason: str = Field(description="What the embedding provider said.")
+    at: int = Field(description="When it was refused, Unix ms.")
+    message_ids: list[str]
+    text: str
+
+
+class DeadLetterList(BaseModel):
+    total: int
+    entries: list[DeadLetterView]
+
+
+class ReplayRequest(BaseModel):
+    bot: str | None = Field(None, description="Replay only this agent's dead letters.")
+
+
+class ReplayResponse(BaseModel):
+    queued: int = Field(description="Dead letters moved to the replay queue.")
+
+
+@router.get("/dead-letters", response_model=DeadLetterList)
+async def list_dead_letters(
+    runtime: RuntimeDep,
+    offset: int = Query(0, ge=0),
+    limit: int = Query(100, ge=1, le=1000),
+) -> DeadLetterList:
+    """Chunks refused for good, oldest first, with the provider's reason."""
+    total, letters = await run_in_threadpool(runtime.dead_letters.list, offset=offset, limit=limit)
+    entries = [
+        DeadLetterView(
+            agent=letter.agent,
+            collection=letter.collection,
+            point_id=letter.point_id,
+            reason=letter.reason,
+            at=letter.at,
+            message_ids=[str(i) for i in letter.payload.get("messageIdList", [])],
+            text=str(letter.payload.get("text", "")),
+        )
+        for letter in letters
+    ]
+    return DeadLetterList(total=total, entries=entries)
+
+
+@router.post("/dead-letters/replay", status_code=202, response_model=ReplayResponse)
+async def replay_dead_letters(
+    runtime: RuntimeDep, body: ReplayRequest | None = None
+) -> ReplayResponse:
+    """Try the dead letters again (for example after changing the model settings)."""
+    agent = body.bot if body else None
+    if agent is not None:
+        runtime.agents.get(agent)  # 404 for an unknown agent
+    queued = await run_in_threadpool(runtime.dead_letters.queue_replay, agent)
+    return ReplayResponse(queued=queued)

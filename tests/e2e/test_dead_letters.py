@@ -1,0 +1,75 @@
+"""Dead letters end to end: a refused chunk is listed, the rest goes on, a replay stores it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from shared.agents import AgentConfig, Agents
+from tests.stack import Stack, running_stack, stack_settings
+from tests.support.embedding_server import EmbeddingServer
+
+BASE_TS = 1_718_000_000_000
+
+
+@pytest.fixture
+def stack(redis_url: str, embeddings: EmbeddingServer, tmp_path: Path) -> Iterator[Stack]:
+    agents = Agents([AgentConfig(name="mythos", self_speaker="Mythos")], accept_unlisted=False)
+    with running_stack(stack_settings(redis_url, embeddings.url, tmp_path), agents) as running:
+        yield running
+
+
+def message(n: int, text: str, channel: str) -> dict:
+    return {"message_id": f"{channel}-{n}", "text": text, "ts": BASE_TS + n * 1000,
+            "discord_user_id": "1", "speaker_name": "Alex", "channel_id": channel}  # fmt: skip
+
+
+def stored_ids(stack: Stack) -> list[str]:
+    return sorted(i for p in stack.payloads("mem_mythos") for i in p["messageIdList"])
+
+
+def test_refused_chunk_is_dead_lettered_and_replayed(
+    stack: Stack, embeddings: EmbeddingServer
+) -> None:
+    embeddings.reject_inputs_containing("POISON")
+    stack.save({"bot": "mythos", "messages": [
+        message(1, "a perfectly ordinary message about the weather today", "good"),
+        message(2, "and another ordinary message about the rain", "good"),
+    ]})  # fmt: skip
+    stack.save({"bot": "mythos", "messages": [
+        message(1, "this one carries the POISON word for the provider", "bad"),
+        message(2, "and its neighbour in the same chunk", "bad"),
+    ]})  # fmt: skip
+    stack.flush("mythos")
+    assert stored_ids(stack) == ["good-1", "good-2"]
+
+    listing = stack.client.get("/dead-letters").json()
+    assert listing["total"] == 1
+    (entry,) = listing["entries"]
+    assert entry["agent"] == "mythos" and entry["message_ids"] == ["bad-1", "bad-2"]
+    assert "POISON" in entry["reason"]
+    assert entry["text"].startswith("[2024-06-10]\nAlex: this one carries the POISON word")
+
+    # Re-sent, the refused messages are duplicates: they are not queued a second time.
+    again = stack.save({"bot": "mythos", "messages": [message(1, "x" * 20, "bad")]})
+    assert again["duplicates"] == 1
+
+    embeddings.clear_faults()
+    response = stack.client.post("/dead-letters/replay", json={"bot": "mythos"})
+    assert response.status_code == 202 and response.json() == {"queued": 1}
+    deadline = time.monotonic() + 15
+    while stored_ids(stack) != ["bad-1", "bad-2", "good-1", "good-2"]:
+        assert time.monotonic() < deadline, stored_ids(stack)
+        time.sleep(0.05)
+    assert stack.client.get("/dead-letters").json() == {"total": 0, "entries": []}
+    bad = next(p for p in stack.payloads("mem_mythos") if "bad-1" in p["messageIdList"])
+    assert bad["text"] == entry["text"] and bad["source"] == "discord"
+
+
+def test_replay_of_unknown_agent_is_404(stack: Stack) -> None:
+    response = stack.client.post("/dead-letters/replay", json={"bot": "nobody"})
+    assert response.status_code == 404
+    assert response.json()["error"] == "unknown_agent"

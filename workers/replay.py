@@ -1,0 +1,94 @@
+"""Replays dead letters: embed each refused chunk again and upsert it to its own point id."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+
+import redis
+
+from shared import keys
+from shared.dead_letters import DeadLetter, DeadLetters
+from shared.embedder import Embedder
+from shared.errors import DimensionMismatch, InputRejected, ModelMismatch, UpstreamUnavailable
+from shared.store import PointToWrite, Store
+from workers.collections import CollectionGuard
+
+log = logging.getLogger(__name__)
+
+BATCH = 64
+
+
+@dataclass
+class ReplayReport:
+    stored: int = 0
+    refused: int = 0
+    dropped: int = 0
+
+
+def _deleted_since(client: redis.Redis, agent: str, payload: dict) -> bool:
+    """A message deleted after its chunk was dead-lettered must not come back through replay."""
+    source = str(payload.get("source", ""))
+    ids = payload.get("messageIdList") or []
+    pipe = client.pipeline(transaction=False)
+    for message_id in ids:
+        pipe.ttl(keys.seen(agent, source, str(message_id)))
+    return any(ttl == -1 for ttl in pipe.execute())  # a tombstone has no expiry
+
+
+def _write(
+    live: list[tuple[bytes, DeadLetter]],
+    *,
+    dead: DeadLetters,
+    embedder: Embedder,
+    store: Store,
+    collections: CollectionGuard,
+    report: ReplayReport,
+) -> None:
+    for _, letter in live:
+        collections.ensure(letter.agent, letter.collection)
+    vectors = embedder.embed([str(letter.payload["text"]) for _, letter in live])
+    for (raw, letter), vector in zip(live, vectors, strict=True):
+        if isinstance(vector, InputRejected):
+            dead.refused_again(raw, letter, str(vector))
+            report.refused += 1
+            continue
+        store.upsert(letter.collection, [PointToWrite(letter.point_id, vector, letter.payload)])
+        dead.done(raw)
+        report.stored += 1
+
+
+def replay(
+    *,
+    client: redis.Redis,
+    dead: DeadLetters,
+    embedder: Embedder,
+    store: Store,
+    collections: CollectionGuard,
+    lease: float,
+) -> ReplayReport:
+    """Replay one batch under a lock; point ids are fixed, so a repeated replay is harmless."""
+    report = ReplayReport()
+    token = uuid.uuid4().hex
+    if not client.set(keys.REPLAY_LOCK, token, nx=True, px=int(lease * 1000)):
+        return report
+    try:
+        entries = dead.peek_replays(BATCH)
+        live = []
+        for raw, letter in entries:
+            if _deleted_since(client, letter.agent, letter.payload):
+                dead.done(raw)
+                report.dropped += 1
+            else:
+                live.append((raw, letter))
+        try:
+            _write(live, dead=dead, embedder=embedder, store=store, collections=collections,
+                   report=report)  # fmt: skip
+        except (UpstreamUnavailable, DimensionMismatch, ModelMismatch) as exc:
+            # Left on the replay queue; the scheduler asks again shortly.
+            log.warning("dead-letter replay waits: %s", exc)
+        return report
+    finally:
+        if client.get(keys.REPLAY_LOCK) == token.encode():
+            client.delete(keys.REPLAY_LOCK)
