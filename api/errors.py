@@ -8,11 +8,13 @@ from fastapi.responses import JSONResponse
 
 from shared.errors import (
     AgentBlocked,
+    Forbidden,
     InvalidAgentName,
     InvalidInput,
     MemoryPoolError,
     RecallTimeout,
     RequestTooLarge,
+    Unauthorized,
     UnknownAgent,
     UpstreamUnavailable,
 )
@@ -25,6 +27,8 @@ STATUS = {
     UpstreamUnavailable: 503,
     RecallTimeout: 503,
     RequestTooLarge: 413,
+    Unauthorized: 401,
+    Forbidden: 403,
 }
 
 

@@ -56,6 +56,8 @@ class AgentConfig(AgentDefaults):
     collection: str | None = Field(None, min_length=1)
     self_speaker: str | None = Field(None, min_length=1)
     speaker_aliases: dict[str, str] = Field(default_factory=dict)
+    # The Discord plugin cannot send a key, so an agent is open unless it asks for one.
+    require_key: bool = False
 
     @field_validator("speaker_aliases", mode="before")
     @classmethod
@@ -93,6 +95,22 @@ class AgentConfig(AgentDefaults):
         )
 
 
+class ApiKey(BaseModel):
+    """A key clients may send; limited to some agents, or (without `agents`) good for all."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    key: str = Field(min_length=16)
+    agents: tuple[str, ...] | None = None
+
+    def allows(self, agent: str | None) -> bool:
+        """Whether this key opens an agent's endpoints (None: the endpoints of all agents)."""
+        if self.agents is None:
+            return True
+        return agent is not None and agent.casefold() in {a.casefold() for a in self.agents}
+
+
 class AgentsFile(BaseModel):
     """The whole file: whether unlisted agents are accepted, shared defaults, and the agents."""
 
@@ -100,6 +118,7 @@ class AgentsFile(BaseModel):
 
     accept_unlisted_agents: bool = False
     defaults: AgentDefaults = Field(default_factory=AgentDefaults)
+    api_keys: list[ApiKey] = Field(default_factory=list)
     agents: list[dict[str, Any]] = Field(default_factory=list)
 
 
@@ -112,9 +131,11 @@ class Agents:
         *,
         accept_unlisted: bool,
         defaults: AgentDefaults | None = None,
+        api_keys: list[ApiKey] | None = None,
     ) -> None:
         self.accept_unlisted = accept_unlisted
         self.defaults = defaults or AgentDefaults()
+        self.api_keys = list(api_keys or [])
         self._by_key = {agent.name.casefold(): agent for agent in agents}
 
     @property
@@ -185,4 +206,9 @@ def load_agents(path: Path | None) -> Agents:
                 f"(also agents[{seen[key]}]; names are case-insensitive)"
             )
         seen[key] = index
-    return Agents(agents, accept_unlisted=parsed.accept_unlisted_agents, defaults=parsed.defaults)
+    return Agents(
+        agents,
+        accept_unlisted=parsed.accept_unlisted_agents,
+        defaults=parsed.defaults,
+        api_keys=parsed.api_keys,
+    )

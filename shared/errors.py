@@ -39,6 +39,18 @@ class RequestTooLarge(InvalidInput):
     code = "request_too_large"
 
 
+class Unauthorized(MemoryPoolError):
+    """No key, or an unknown key, where one is required."""
+
+    code = "unauthorized"
+
+
+class Forbidden(MemoryPoolError):
+    """A valid key that is not allowed for this agent or endpoint."""
+
+    code = "forbidden"
+
+
 class AgentBlocked(MemoryPoolError):
     """An agent's collection has another vector size or embedding model; writes are held."""
 

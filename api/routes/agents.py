@@ -17,7 +17,11 @@ from shared.runtime import Runtime
 
 router = APIRouter(prefix="/agents/{bot}")
 
-UNKNOWN = {404: {"model": ErrorResponse, "description": "Unknown agent."}}
+UNKNOWN = {
+    401: {"model": ErrorResponse, "description": "The agent requires an API key."},
+    403: {"model": ErrorResponse, "description": "The API key is not for this agent."},
+    404: {"model": ErrorResponse, "description": "Unknown agent."},
+}
 
 
 class DeleteRequest(BaseModel):

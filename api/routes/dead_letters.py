@@ -6,9 +6,9 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import RuntimeDep
+from api.deps import GlobalAccess, RuntimeDep
 
-router = APIRouter()
+router = APIRouter(dependencies=[GlobalAccess])
 
 
 class DeadLetterView(BaseModel):

@@ -7,7 +7,7 @@ import asyncio
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import RuntimeDep
+from api.deps import RuntimeDep, agent_for
 from api.recall import RecallRequest, recall
 from api.schemas import ErrorResponse, Hit, RetrieveRequest, RetrieveResponse
 from shared.errors import RecallTimeout
@@ -16,6 +16,8 @@ from shared.recall_query import RecallFilters
 router = APIRouter()
 
 ERRORS = {
+    401: {"model": ErrorResponse, "description": "The agent requires an API key."},
+    403: {"model": ErrorResponse, "description": "The API key is not for this agent."},
     404: {"model": ErrorResponse, "description": "Unknown agent."},
     422: {"model": ErrorResponse, "description": "Missing bot or query_text, or a bad field."},
     503: {
@@ -46,7 +48,7 @@ async def retrieve(
     body: RetrieveRequest, request: Request, runtime: RuntimeDep
 ) -> RetrieveResponse:
     """Find memories for `query_text`; a client waits for this, so it answers within a budget."""
-    agent = runtime.agents.get(body.bot)
+    agent = agent_for(body.bot, runtime, request)
     wanted = _request(body)
     if not wanted.query_text:
         return RetrieveResponse(hits=[], formatted="")

@@ -562,7 +562,7 @@ def test_openapi_lists_save_with_its_answers(client: TestClient) -> None:
     body_ref = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
     assert body_ref == "#/components/schemas/SaveRequest"
     responses = operation["responses"]
-    assert sorted(responses) == ["202", "400", "404", "409", "413", "422", "503"]
+    assert sorted(responses) == ["202", "400", "401", "403", "404", "409", "413", "422", "503"]
     ok = responses["202"]["content"]["application/json"]["schema"]["$ref"]
     assert ok == "#/components/schemas/SaveResponse"
     for status in ["400", "404", "409", "413", "422", "503"]:

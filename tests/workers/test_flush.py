@@ -1,0 +1,515 @@
+"""The flush function against real Redis, the embedding test server and a local-mode Qdrant."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from qdrant_client import QdrantClient, models
+
+from api.app import create_app
+from shared import keys
+from shared.agents import AgentConfig, Agents
+from shared.buffers import Claim, ConversationSettings, IncomingMessage
+from shared.conversations import ConversationRef
+from shared.format import chunk_text
+from shared.messages import Message
+from shared.naming import point_id
+from shared.runtime import Runtime
+from shared.settings import Settings
+from tests.conftest import EMBEDDING_DIMS
+from tests.factories import BASE_TS
+from tests.stack import stack_settings
+from tests.support.embedding_server import EmbeddingServer, embed_text
+from workers.collections import CollectionGuard
+from workers.flush import BLOCKED_RETRY_SECONDS, FlushDeps, FlushReport, flush
+
+IDLE = 0.5
+SOURCE = "discord"
+# Default rules: a chunk closes at 500 characters (text + speaker + 4) and 2 messages.
+SHORT = "a short line about the harbour"
+LONG = "the lighthouse keeper wrote the longest letter of his life " * 7  # 413 characters
+HALF = "x" * 262  # with "Alex" a message of 268: two of them close a chunk
+
+
+def message(mid: str, text: str, n: int) -> Message:
+    return Message(id=mid, text=text, ts=BASE_TS + n * 1000, speaker="Alex", user_id="111")
+
+
+@dataclass
+class World:
+    runtime: Runtime
+    deps: FlushDeps
+
+    @property
+    def redis(self) -> Any:
+        return self.runtime.redis
+
+    def agent(self, name: str) -> AgentConfig:
+        return self.runtime.agents.get(name)
+
+    def save(self, agent: str, channel: str, messages: Sequence[Message]) -> str:
+        """Buffer messages as /save does; returns the conversation key."""
+        config = self.agent(agent)
+        ref = ConversationRef(agent=agent, source=SOURCE, channel_id=channel)
+        conv = ConversationSettings(
+            min_chars=config.chunk_min_chars,
+            gap_seconds=config.chunk_gap_seconds,
+            idle_seconds=config.idle_flush_seconds,
+        )
+        incoming = [IncomingMessage(ref, m, guild_id="g1") for m in messages]
+        counts = self.runtime.buffers.save(agent, incoming, conv)
+        assert counts.accepted == len(messages)
+        return ref.key
+
+    def make_due(self) -> None:
+        members = self.redis.zrange(keys.DUE, 0, -1)
+        if members:
+            self.redis.zadd(keys.DUE, dict.fromkeys(members, 0))
+
+    def claim_all(self) -> list[Claim]:
+        self.make_due()
+        return self.runtime.buffers.claim_due(100)
+
+    def flush_when_due(self, timeout: float = 5.0) -> FlushReport:
+        """Wait for the due set (the idle timer) to hand out conversations, then flush them."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            claims = self.runtime.buffers.claim_due(100)
+            if claims:
+                return flush(claims, self.deps)
+            time.sleep(0.02)
+        raise AssertionError("nothing became due")
+
+    def points(self, collection: str) -> dict[str, tuple[dict[str, Any], list[float]]]:
+        """Stored points by id: (payload, vector)."""
+        if self.runtime.store.collection(collection) is None:
+            return {}
+        client = self.runtime.store._client
+        found, _ = client.scroll(collection, limit=1000, with_payload=True, with_vectors=True)
+        return {str(p.id): (dict(p.payload or {}), list(p.vector)) for p in found}  # type: ignore[arg-type]
+
+    def buffered(self, conversation: str) -> list[str]:
+        raw = self.redis.lrange(keys.buffer(conversation), 0, -1)
+        return [Message.from_json(item).id for item in raw]
+
+    def meta(self, conversation: str) -> dict[str, str]:
+        raw = self.redis.hgetall(keys.meta(conversation))
+        return {k.decode(): v.decode() for k, v in raw.items()}
+
+    def due(self, conversation: str) -> float | None:
+        return self.redis.zscore(keys.DUE, conversation)
+
+
+@pytest.fixture
+def settings(redis_url: str, embeddings: EmbeddingServer, tmp_path: Path) -> Settings:
+    return stack_settings(redis_url, embeddings.url, tmp_path)
+
+
+@pytest.fixture
+def make_world(settings: Settings) -> Iterator[Callable[..., World]]:
+    opened: list[Runtime] = []
+
+    def make(*agents: AgentConfig) -> World:
+        runtime = Runtime.build(settings, agents=Agents(list(agents), accept_unlisted=False))
+        opened.append(runtime)
+        deps = FlushDeps(
+            buffers=runtime.buffers,
+            embedder=runtime.embedder,
+            store=runtime.store,
+            agents=runtime.agents,
+            collections=CollectionGuard(runtime.store, runtime.embedder, runtime.redis),
+        )
+        return World(runtime, deps)
+
+    yield make
+    for runtime in opened:
+        runtime.close()
+
+
+@pytest.fixture
+def world(make_world: Callable[..., World]) -> World:
+    return make_world(
+        AgentConfig(name="mythos", idle_flush_seconds=IDLE),
+        AgentConfig(name="polaris", idle_flush_seconds=IDLE),
+    )
+
+
+def assert_point(point: tuple[dict[str, Any], list[float]], messages: Sequence[Message]) -> None:
+    payload, vector = point
+    text = chunk_text(messages)
+    assert payload["text"] == text
+    assert payload["messageIdList"] == [m.id for m in messages]
+    assert payload["messageIds"] == ",".join(m.id for m in messages)
+    assert payload["messageCount"] == len(messages)
+    assert payload["timestamp"] == messages[0].ts
+    assert payload["source"] == SOURCE
+    assert payload["channelId"].startswith("c")
+    assert payload["guildId"] == "g1"
+    assert payload["isChunk"] is True
+    assert vector == pytest.approx(embed_text(text, EMBEDDING_DIMS), abs=1e-6)
+
+
+def assert_same_points(
+    found: dict[str, tuple[dict[str, Any], list[float]]],
+    expected: dict[str, tuple[dict[str, Any], list[float]]],
+) -> None:
+    """Same ids and payloads; vectors equal up to float32 rounding (Qdrant normalises them)."""
+    assert set(found) == set(expected)
+    for pid, (payload, vector) in expected.items():
+        assert found[pid][0] == payload
+        assert found[pid][1] == pytest.approx(vector, abs=1e-6)
+
+
+# --------------------------------------------------------------------------- 1. open chunk
+
+
+def test_open_chunk_is_written_when_idle_then_grows_in_place(
+    world: World, embeddings: EmbeddingServer
+) -> None:
+    msgs = [message(f"m{i}", f"{SHORT} number {i}", i) for i in range(1, 5)]
+    pid = point_id("mem_mythos", SOURCE, "m1")
+
+    conv = world.save("mythos", "c1", msgs[:2])
+    assert world.runtime.buffers.claim_due(100) == []  # not due before the idle timer
+    report = world.flush_when_due()
+    assert (report.conversations, report.chunks_written) == (1, 1)
+    points = world.points("mem_mythos")
+    assert list(points) == [pid]
+    assert_point(points[pid], msgs[:2])
+    # The open chunk stays buffered, marked as written, and nothing is due any more.
+    assert world.buffered(conv) == ["m1", "m2"]
+    assert world.meta(conv)["written"] == "2"
+    assert world.due(conv) is None
+
+    # A flush before the idle timer writes nothing: the point is not rewritten per message.
+    world.save("mythos", "c1", msgs[2:3])
+    embeddings.reset_log()
+    report = flush(world.claim_all(), world.deps)
+    assert report.chunks_written == 0
+    assert embeddings.requests == []
+    assert world.points("mem_mythos")[pid][0]["messageCount"] == 2
+
+    world.save("mythos", "c1", msgs[3:4])
+    report = world.flush_when_due()
+    assert report.chunks_written == 1
+    assert [r.n_inputs for r in embeddings.requests] == [1]
+    points = world.points("mem_mythos")
+    assert list(points) == [pid]  # same id, new text and vector
+    assert_point(points[pid], msgs[:4])
+    assert world.buffered(conv) == ["m1", "m2", "m3", "m4"]
+    assert world.meta(conv)["written"] == "4"
+    assert world.due(conv) is None
+
+    # A long message closes the chunk; the next one opens a new chunk.
+    closing = message("m5", LONG, 5)
+    after = message("m6", f"{SHORT} after the close", 6)
+    world.save("mythos", "c1", [closing, after])
+    report = flush(world.runtime.buffers.claim_due(100), world.deps)  # due at once: it closed
+    assert report.chunks_written == 1
+    points = world.points("mem_mythos")
+    assert list(points) == [pid]
+    assert_point(points[pid], [*msgs, closing])
+    assert world.buffered(conv) == ["m6"]
+    meta = world.meta(conv)
+    assert meta["written"] == "0"
+    assert int(meta["chars"]) == after.size
+    assert world.due(conv) == int(meta["last"]) + IDLE * 1000
+
+    report = world.flush_when_due()
+    assert report.chunks_written == 1
+    points = world.points("mem_mythos")
+    new_pid = point_id("mem_mythos", SOURCE, "m6")
+    assert set(points) == {pid, new_pid}
+    assert_point(points[new_pid], [after])
+    stored = sorted(mid for payload, _ in points.values() for mid in payload["messageIdList"])
+    assert stored == ["m1", "m2", "m3", "m4", "m5", "m6"]  # every message exactly once
+    assert world.buffered(conv) == ["m6"]
+    assert world.meta(conv)["written"] == "1"
+    assert world.due(conv) is None
+
+
+# --------------------------------------------------------------------------- 2. batching
+
+
+def test_ready_chunks_of_many_conversations_share_one_embedding_request(
+    world: World, embeddings: EmbeddingServer
+) -> None:
+    world.runtime.embedder.dimensions()  # the one-off size probe is not part of the flush
+    embeddings.reset_log()
+    conversations = {}
+    for c in range(10):
+        agent = "mythos" if c % 2 else "polaris"
+        msgs = [message(f"c{c}-{i}", f"{HALF} {c}-{i}", i) for i in range(5)]
+        conversations[world.save(agent, f"c{c}", msgs)] = (agent, msgs)
+
+    claims = world.claim_all()
+    assert len(claims) == 10
+    report = flush(claims, world.deps)
+
+    assert report.conversations == 10
+    assert report.chunks_written == 20
+    assert [r.n_inputs for r in embeddings.requests] == [20]
+    assert [r.status for r in embeddings.requests] == [200]
+    for collection in ("mem_mythos", "mem_polaris"):
+        assert len(world.points(collection)) == 10
+    for conv, (agent, msgs) in conversations.items():
+        points = world.points(f"mem_{agent}")
+        for pair in (msgs[0:2], msgs[2:4]):
+            assert_point(points[point_id(f"mem_{agent}", SOURCE, pair[0].id)], pair)
+        assert world.buffered(conv) == [msgs[4].id]  # the open chunk waits for its idle timer
+        assert world.meta(conv)["written"] == "0"
+        assert world.due(conv) == int(world.meta(conv)["last"]) + IDLE * 1000
+        assert world.redis.exists(keys.lease(conv)) == 0
+
+
+# --------------------------------------------------------------------------- 3. repeatable
+
+
+def test_a_flush_that_dies_after_upsert_runs_again_without_duplicates(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    msgs = [message(f"m{i}", f"{HALF} {i}", i) for i in range(5)]
+    conv = world.save("mythos", "c1", msgs)
+    claims = world.claim_all()
+
+    def crash(*args: object, **kwargs: object) -> int:
+        raise RuntimeError("worker died before commit")
+
+    monkeypatch.setattr(world.runtime.buffers, "commit", crash)
+    with pytest.raises(RuntimeError):
+        flush(claims, world.deps)
+    monkeypatch.undo()
+    first = world.points("mem_mythos")
+    assert len(first) == 2
+    assert world.buffered(conv) == [m.id for m in msgs]  # nothing committed
+
+    # The lease expires (deleted here to save the wait) and the sweep hands the work on.
+    world.redis.delete(keys.lease(conv))
+    again = world.claim_all()
+    assert [c.conversation for c in again] == [conv]
+    report = flush(again, world.deps)
+    assert report.chunks_written == 2
+    assert_same_points(world.points("mem_mythos"), first)
+    assert world.buffered(conv) == ["m4"]
+
+    # The first claim delivered again (Celery redelivery) is a no-op.
+    assert flush(claims, world.deps) == FlushReport()
+    assert flush(again, world.deps) == FlushReport()
+    assert_same_points(world.points("mem_mythos"), first)
+    assert world.buffered(conv) == ["m4"]
+
+
+def test_writing_the_same_open_chunk_twice_keeps_one_point(world: World) -> None:
+    msgs = [message("m1", SHORT, 1), message("m2", SHORT + " again", 2)]
+    conv = world.save("mythos", "c1", msgs)
+    world.flush_when_due()
+    first = world.points("mem_mythos")
+    # Lose the record of the write (a commit that never happened) and flush again.
+    world.redis.hset(keys.meta(conv), "written", 0)
+    world.runtime.buffers.force_flush("mythos")
+    report = flush(world.runtime.buffers.claim_due(100), world.deps)
+    assert report.chunks_written == 1
+    assert_same_points(world.points("mem_mythos"), first)
+    assert world.meta(conv)["written"] == "2"
+
+
+# --------------------------------------------------------------------------- 4. mismatches
+
+
+def _flush_blocked_and_healthy(world: World) -> tuple[str, str]:
+    blocked_msgs = [message(f"b{i}", f"{HALF} {i}", i) for i in range(3)]
+    healthy_msgs = [message(f"h{i}", f"{HALF} {i}", i) for i in range(3)]
+    blocked = world.save("mythos", "c1", blocked_msgs)
+    healthy = world.save("polaris", "c1", healthy_msgs)
+    claims = world.claim_all()
+    assert len(claims) == 2
+    before = time.time() * 1000
+    report = flush(claims, world.deps)
+    assert (report.conversations, report.chunks_written) == (1, 1)
+    # The healthy agent is written in the same flush.
+    assert list(world.points("mem_polaris")) == [point_id("mem_polaris", SOURCE, "h0")]
+    assert world.buffered(healthy) == ["h2"]
+    # The blocked one writes nothing and keeps everything buffered, looked at again later.
+    assert world.points("mem_mythos") == {}
+    assert world.buffered(blocked) == ["b0", "b1", "b2"]
+    assert world.meta(blocked).get("written", "0") == "0"
+    assert "attempts" not in world.meta(blocked)
+    assert world.redis.exists(keys.lease(blocked)) == 0
+    due = world.due(blocked)
+    assert due is not None and due >= before + BLOCKED_RETRY_SECONDS * 1000
+    return blocked, healthy
+
+
+def _assert_save_answers(world: World, settings: Settings, bot: str, status: int) -> None:
+    body = {"bot": bot, "messages": [{"message_id": "late", "text": "a later message"}]}
+    with TestClient(create_app(settings, runtime=world.runtime)) as client:
+        response = client.post("/save", json=body)
+    assert response.status_code == status, response.text
+    if status == 409:
+        assert response.json()["error"] == "agent_blocked"
+
+
+def test_collection_of_another_size_holds_the_agent_and_not_the_others(
+    make_world: Callable[..., World], settings: Settings
+) -> None:
+    client = QdrantClient(path=str(settings.data_dir / "qdrant"))
+    client.create_collection(
+        "mem_mythos", vectors_config=models.VectorParams(size=64, distance=models.Distance.COSINE)
+    )
+    client.close()
+    world = make_world(
+        AgentConfig(name="mythos", idle_flush_seconds=IDLE),
+        AgentConfig(name="polaris", idle_flush_seconds=IDLE),
+    )
+
+    _flush_blocked_and_healthy(world)
+
+    reason = world.redis.get(keys.blocked("mythos")).decode()
+    assert "size 64" in reason and f"gives {EMBEDDING_DIMS}" in reason
+    assert world.redis.get(keys.blocked("polaris")) is None
+    assert world.runtime.store.collection("mem_mythos").size == 64  # left as it was
+    _assert_save_answers(world, settings, "mythos", 409)
+    _assert_save_answers(world, settings, "polaris", 202)
+
+
+def test_collection_of_another_model_holds_the_agent_until_fixed(
+    world: World, settings: Settings
+) -> None:
+    world.runtime.store.ensure_collection("mem_mythos", size=EMBEDDING_DIMS, model="other-model")
+
+    blocked, _ = _flush_blocked_and_healthy(world)
+
+    reason = world.redis.get(keys.blocked("mythos")).decode()
+    assert "other-model" in reason and "text-embedding-3-small" in reason
+    _assert_save_answers(world, settings, "mythos", 409)
+    assert world.buffered(blocked) == ["b0", "b1", "b2"]  # the refused /save added nothing
+
+    # Fixing the collection lets the held messages through, without a restart.
+    world.runtime.store._client.delete_collection("mem_mythos")
+    report = flush(world.claim_all(), world.deps)
+    assert report.chunks_written == 1
+    assert world.redis.get(keys.blocked("mythos")) is None
+    assert list(world.points("mem_mythos")) == [point_id("mem_mythos", SOURCE, "b0")]
+    assert world.buffered(blocked) == ["b2"]
+
+
+# --------------------------------------------------------------------------- 5. provider errors
+
+
+def test_rate_limit_releases_with_retry_after_and_loses_nothing(
+    world: World, embeddings: EmbeddingServer
+) -> None:
+    world.runtime.embedder.dimensions()
+    convs = {
+        world.save("mythos", f"c{c}", [message(f"c{c}-{i}", f"{HALF} {i}", i) for i in range(3)])
+        for c in range(2)
+    }
+    claims = world.claim_all()
+    embeddings.fail_next(429, retry_after=2)
+    before = time.time() * 1000
+    report = flush(claims, world.deps)
+    after = time.time() * 1000
+
+    assert report.retried == 2 and report.chunks_written == 0
+    assert world.points("mem_mythos") == {}
+    for conv in convs:
+        assert world.redis.exists(keys.lease(conv)) == 0
+        due = world.due(conv)
+        assert due is not None and before + 2000 <= due <= after + 2000
+        assert len(world.buffered(conv)) == 3
+        assert world.meta(conv)["attempts"] == "1"
+    assert world.runtime.buffers.claim_due(100) == []  # not before Retry-After
+
+    report = flush(world.claim_all(), world.deps)
+    assert report.chunks_written == 2
+    points = world.points("mem_mythos")
+    stored = sorted(mid for payload, _ in points.values() for mid in payload["messageIdList"])
+    assert stored == ["c0-0", "c0-1", "c1-0", "c1-1"]
+    for conv in convs:
+        assert len(world.buffered(conv)) == 1
+        assert "attempts" not in world.meta(conv)
+
+
+def test_an_input_rejected_for_good_is_dead_lettered_and_the_rest_stored(
+    world: World, embeddings: EmbeddingServer
+) -> None:
+    texts = [f"{HALF} 0", f"{HALF} 1", f"{HALF} POISON 2", f"{HALF} 3", f"{HALF} 4"]
+    poisoned = world.save("mythos", "c1", [message(f"p{i}", t, i) for i, t in enumerate(texts)])
+    clean = world.save("polaris", "c1", [message(f"q{i}", f"{HALF} {i}", i) for i in range(2)])
+    embeddings.reject_inputs_containing("POISON")
+
+    report = flush(world.claim_all(), world.deps)
+
+    assert (report.chunks_written, report.dead_letters, report.retried) == (2, 1, 0)
+    assert list(world.points("mem_mythos")) == [point_id("mem_mythos", SOURCE, "p0")]
+    assert list(world.points("mem_polaris")) == [point_id("mem_polaris", SOURCE, "q0")]
+    letters = [json.loads(raw) for raw in world.redis.lrange(keys.DEAD_LETTERS, 0, -1)]
+    assert len(letters) == 1
+    letter = letters[0]
+    assert letter["agent"] == "mythos"
+    assert letter["collection"] == "mem_mythos"
+    assert letter["conversation"] == poisoned
+    assert letter["point_id"] == point_id("mem_mythos", SOURCE, "p2")
+    assert "POISON" in letter["reason"]
+    assert letter["payload"]["messageIdList"] == ["p2", "p3"]
+    assert "POISON" in letter["payload"]["text"]
+    assert world.buffered(poisoned) == ["p4"]  # the poisoned chunk left the buffer
+    assert world.buffered(clean) == []
+    assert world.due(clean) is None
+
+
+def test_a_rejected_open_chunk_leaves_the_buffer(world: World, embeddings: EmbeddingServer) -> None:
+    conv = world.save("mythos", "c1", [message("m1", "POISON in an open chunk", 1)])
+    embeddings.reject_inputs_containing("POISON")
+    world.runtime.buffers.force_flush("mythos")
+    report = flush(world.runtime.buffers.claim_due(100), world.deps)
+    assert (report.chunks_written, report.dead_letters) == (0, 1)
+    letter = json.loads(world.redis.lindex(keys.DEAD_LETTERS, 0))
+    assert letter["payload"]["messageIdList"] == ["m1"]
+    assert world.buffered(conv) == []
+    assert world.meta(conv)["chars"] == "0"
+    assert world.due(conv) is None
+    assert world.runtime.buffers.unwritten([conv]) == 0
+
+
+# --------------------------------------------------------------------------- races
+
+
+def test_a_force_flush_during_a_flush_is_not_lost(
+    make_world: Callable[..., World], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = make_world(AgentConfig(name="mythos", idle_flush_seconds=60))
+    # Big enough to be due at once, yet open: a question waits for its reply.
+    question = "and after all those pages, what did the keeper answer? " * 2
+    msgs = [message("m1", LONG, 1), message("m2", question.strip(), 2)]
+    conv = world.save("mythos", "c1", msgs)
+    buffers = world.runtime.buffers
+    assert world.due(conv) is not None and world.due(conv) <= time.time() * 1000
+    begin = buffers.begin
+
+    def begin_then_force(claim: Claim) -> Any:
+        state = begin(claim)
+        buffers.force_flush("mythos")  # POST /agents/mythos/flush right after the read
+        return state
+
+    monkeypatch.setattr(buffers, "begin", begin_then_force)
+    claims = buffers.claim_due(100)
+    assert len(claims) == 1
+    report = flush(claims, world.deps)
+    monkeypatch.undo()
+    assert (report.conversations, report.chunks_written) == (1, 0)  # saw no force, not idle
+
+    # The force still stands: the open chunk is written by the next sweep, not in 60 s.
+    assert world.due(conv) is not None and world.due(conv) <= time.time() * 1000
+    report = flush(buffers.claim_due(100), world.deps)
+    assert report.chunks_written == 1
+    assert_point(world.points("mem_mythos")[point_id("mem_mythos", SOURCE, "m1")], msgs)
+    assert buffers.unwritten([conv]) == 0
+    assert world.due(conv) is None
