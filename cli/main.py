@@ -95,7 +95,8 @@ def api(
 
 @app.command()
 def worker(
-    concurrency: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+    concurrency: Annotated[int, typer.Option(help="Worker processes (or threads).")] = 2,
+    pool: Annotated[str, typer.Option(help="Celery pool: prefork, threads or solo.")] = "prefork",
     loglevel: Annotated[str, typer.Option(help="Log level.")] = "INFO",
     config: ConfigOption = None,
 ) -> None:
@@ -106,7 +107,7 @@ def worker(
     _require_servers(settings, "worker")
     _logging(loglevel)
     celery_app = make_celery(settings)
-    argv = ["worker", f"--concurrency={concurrency}", f"--loglevel={loglevel}", "--pool=prefork"]
+    argv = ["worker", f"--concurrency={concurrency}", f"--loglevel={loglevel}", f"--pool={pool}"]
     celery_app.worker_main(argv)
 
 
