@@ -8,10 +8,12 @@ from fastapi.responses import JSONResponse
 
 from shared.errors import (
     AgentBlocked,
+    DimensionMismatch,
     Forbidden,
     InvalidAgentName,
     InvalidInput,
     MemoryPoolError,
+    ModelMismatch,
     RecallTimeout,
     RequestTooLarge,
     Unauthorized,
@@ -24,6 +26,8 @@ STATUS = {
     InvalidInput: 400,
     InvalidAgentName: 400,
     AgentBlocked: 409,
+    DimensionMismatch: 409,
+    ModelMismatch: 409,
     UpstreamUnavailable: 503,
     RecallTimeout: 503,
     RequestTooLarge: 413,

@@ -189,20 +189,28 @@ class Store:
         query_filter: models.Filter | None = None,
     ) -> list[RecallHit]:
         """Nearest points by cosine; a missing collection (a new agent) has none."""
-        response = self._read(
-            name,
-            lambda client: client.query_points(
+        try:
+            response = self._read(
                 name,
-                query=list(vector),
-                limit=limit,
-                offset=offset,
-                score_threshold=score_threshold,
-                query_filter=query_filter,
-                with_payload=True,
-                with_vectors=False,
-            ),
-            missing=None,
-        )
+                lambda client: client.query_points(
+                    name,
+                    query=list(vector),
+                    limit=limit,
+                    offset=offset,
+                    score_threshold=score_threshold,
+                    query_filter=query_filter,
+                    with_payload=True,
+                    with_vectors=False,
+                ),
+                missing=None,
+            )
+        except (UnexpectedResponse, ValueError) as e:
+            # Our own filter is well formed: a refused query is a vector of the wrong size,
+            # e.g. a collection st-qdrant-memory made with another embedding model.
+            raise DimensionMismatch(
+                f"collection {name!r} refused a query vector of {len(vector)} dimensions; "
+                f"it was made with another embedding model: {e}"
+            ) from e
         if response is None:
             return []
         return [

@@ -350,3 +350,13 @@ def test_a_server_without_metadata_gets_the_collection_unrecorded(
         assert ("creating mem_dr_smith without it" in caplog.text) is refuse
     finally:
         store.close()
+
+
+def test_query_with_a_vector_of_another_size_is_a_dimension_mismatch(filled: Store) -> None:
+    with pytest.raises(DimensionMismatch, match=r"'mem_dr_smith' refused a query vector of 3"):
+        filled.query(NAME, [1.0, 0.0, 0.0], limit=3, score_threshold=None)
+
+
+def test_facet_counts_points_per_source(filled: Store) -> None:
+    assert filled.facet_counts(NAME, "source") == {"discord": 9, "hermes": 3}
+    assert filled.facet_counts("mem_missing", "source") == {}

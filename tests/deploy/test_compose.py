@@ -1,0 +1,66 @@
+"""The compose deployment: services, images, persistence and commands, read from the file."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def compose() -> dict[str, Any]:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text(encoding="utf-8"))
+
+
+def test_services_and_pinned_images() -> None:
+    services = compose()["services"]
+    assert set(services) == {"qdrant", "redis", "api", "worker", "scheduler"}
+    assert re.fullmatch(r"qdrant/qdrant:v\d+\.\d+\.\d+", services["qdrant"]["image"])
+    assert re.fullmatch(r"redis:\d+\.\d+(-alpine)?", services["redis"]["image"])
+
+
+def test_named_volumes_keep_the_data() -> None:
+    data = compose()
+    assert set(data["volumes"]) == {"qdrant_data", "redis_data"}
+    assert "qdrant_data:/qdrant/storage" in data["services"]["qdrant"]["volumes"]
+    assert "redis_data:/data" in data["services"]["redis"]["volumes"]
+
+
+def test_redis_persistence_is_what_readme_states() -> None:
+    command = compose()["services"]["redis"]["command"]
+    flags = dict(zip(command[1::2], command[2::2], strict=True))
+    assert flags == {
+        "--appendonly": "yes",
+        "--appendfsync": "everysec",
+        "--save": "",
+        "--maxmemory-policy": "noeviction",
+    }
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "appendfsync everysec" in readme
+
+
+def test_one_image_and_the_right_commands() -> None:
+    services = compose()["services"]
+    roles = {"api": "api", "worker": "worker", "scheduler": "scheduler"}
+    for service, role in roles.items():
+        spec = services[service]
+        assert spec["build"] == "." and spec["image"] == "memory-pool:local"
+        assert spec["command"][:2] == ["memory-pool", role]
+        assert spec["environment"]["EMBEDDING_PROVIDER"] == "openai"
+        assert spec["environment"]["REDIS_URL"] == "redis://redis:6379/0"
+        assert spec["environment"]["QDRANT_URL"] == "http://qdrant:6333"
+        assert spec["env_file"] == ".env"  # the key comes from an env file, never the repo
+        assert spec["depends_on"]["redis"]["condition"] == "service_healthy"
+    assert services["api"]["ports"] == ["127.0.0.1:3102:3102"]
+    assert services["scheduler"]["deploy"]["replicas"] == 1  # must be single
+    assert "deploy" not in services["worker"]  # scaled with --scale worker=N
+    assert (ROOT / "Dockerfile").is_file() and (ROOT / ".env.example").is_file()
+
+
+def test_every_service_has_a_health_check_or_depends_on_one() -> None:
+    services = compose()["services"]
+    for name in ("qdrant", "redis", "api"):
+        assert services[name]["healthcheck"]["test"]
