@@ -102,3 +102,43 @@ class RetrieveResponse(BaseModel):
     formatted: str = Field(
         description="st-qdrant-memory's [Past chat memories] block; empty when nothing qualifies."
     )
+
+
+class RedisHealth(BaseModel):
+    ok: bool
+    error: str | None = None
+    due_conversations: int | None = Field(None, description="Conversations waiting for a flush.")
+    queued_tasks: int | None = Field(None, description="Flush tasks waiting for a worker.")
+    dead_letters: int | None = None
+    buffered_messages: int | None = Field(None, description="Including open chunks.")
+    agents_seen: list[str] = Field(default_factory=list)
+
+
+class QdrantHealth(BaseModel):
+    ok: bool
+    local: bool = Field(description="Local mode under the data folder (no QDRANT_URL).")
+
+
+class EmbeddingHealth(BaseModel):
+    ok: bool
+    provider: str
+    model: str
+    dimensions: int | None = None
+
+
+class AgentHealth(BaseModel):
+    collection: str
+    exists: bool
+    vector_size: int | None = None
+    points: int | None = None
+    model: str | None = Field(None, description="The embedding model recorded with it.")
+    model_matches: bool | None = None
+    blocked: str | None = Field(None, description="Why writes are held, if they are.")
+
+
+class HealthResponse(BaseModel):
+    status: Literal["ok", "degraded"]
+    redis: RedisHealth
+    qdrant: QdrantHealth
+    embedding: EmbeddingHealth
+    agents: dict[str, AgentHealth]

@@ -7,8 +7,15 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import GlobalAccess, RuntimeDep
+from api.schemas import ErrorResponse
 
-router = APIRouter(dependencies=[GlobalAccess])
+router = APIRouter(
+    dependencies=[GlobalAccess],
+    responses={
+        401: {"model": ErrorResponse, "description": "A key valid for every agent is needed."},
+        403: {"model": ErrorResponse, "description": "The key is limited to some agents."},
+    },
+)
 
 
 class DeadLetterView(BaseModel):
@@ -57,7 +64,12 @@ async def list_dead_letters(
     return DeadLetterList(total=total, entries=entries)
 
 
-@router.post("/dead-letters/replay", status_code=202, response_model=ReplayResponse)
+@router.post(
+    "/dead-letters/replay",
+    status_code=202,
+    response_model=ReplayResponse,
+    responses={404: {"model": ErrorResponse, "description": "Unknown agent."}},
+)
 async def replay_dead_letters(
     runtime: RuntimeDep, body: ReplayRequest | None = None
 ) -> ReplayResponse:

@@ -4,30 +4,33 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import AgentDep, RuntimeDep
 from api.health import health_report
-from api.schemas import ErrorResponse, FlushResponse
+from api.schemas import ErrorResponse, FlushResponse, HealthResponse
 
 router = APIRouter()
 
 FLUSH_POLL_SECONDS = 0.1
 
 
-@router.get("/health")
-async def health(runtime: RuntimeDep) -> dict[str, Any]:
+@router.get("/health", response_model=HealthResponse)
+async def health(runtime: RuntimeDep) -> HealthResponse:
     """Redis, Qdrant and the embedding provider; each agent's collection; the backlog."""
-    return await run_in_threadpool(health_report, runtime)
+    return HealthResponse.model_validate(await run_in_threadpool(health_report, runtime))
 
 
 @router.post(
     "/agents/{bot}/flush",
     response_model=FlushResponse,
-    responses={404: {"model": ErrorResponse, "description": "Unknown agent."}},
+    responses={
+        401: {"model": ErrorResponse, "description": "The agent requires an API key."},
+        403: {"model": ErrorResponse, "description": "The API key is not for this agent."},
+        404: {"model": ErrorResponse, "description": "Unknown agent."},
+    },
 )
 async def flush_agent(
     agent: AgentDep,

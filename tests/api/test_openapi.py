@@ -1,0 +1,71 @@
+"""The OpenAPI schema describes every endpoint with its fields and its errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from shared.agents import Agents
+from shared.runtime import Runtime
+from tests.stack import stack_settings
+
+# Each endpoint, and the error statuses its documentation must list.
+EXPECTED = {
+    ("/save", "post"): {"400", "401", "403", "404", "409", "413", "422", "503"},
+    ("/retrieve", "post"): {"401", "403", "404", "422", "503"},
+    ("/health", "get"): set(),
+    ("/agents/{bot}/flush", "post"): {"401", "403", "404", "422"},
+    ("/agents/{bot}/stats", "get"): {"401", "403", "404", "422"},
+    ("/agents/{bot}/delete", "post"): {"401", "403", "404", "422"},
+    ("/dead-letters", "get"): {"401", "403", "422"},
+    ("/dead-letters/replay", "post"): {"401", "403", "404", "422"},
+}
+
+
+@pytest.fixture(scope="module")
+def schema(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    settings = stack_settings(
+        "redis://127.0.0.1:1/0", "http://127.0.0.1:1/v1", Path(tmp_path_factory.mktemp("d"))
+    )
+    runtime = Runtime.build(settings, agents=Agents([], accept_unlisted=True))
+    try:
+        with TestClient(create_app(settings, runtime=runtime)) as client:
+            return client.get("/openapi.json").json()
+    finally:
+        runtime.close()
+
+
+def test_every_endpoint_is_described(schema: dict[str, Any]) -> None:
+    described = {(path, method) for path, ops in schema["paths"].items() for method in ops}
+    assert described == set(EXPECTED)
+
+
+@pytest.mark.parametrize(("path", "method"), sorted(EXPECTED))
+def test_errors_are_documented_with_the_error_shape(
+    schema: dict[str, Any], path: str, method: str
+) -> None:
+    responses = schema["paths"][path][method]["responses"]
+    errors = {code for code in responses if code.startswith(("4", "5"))}
+    assert errors == EXPECTED[(path, method)]
+    for code in errors - {"422"}:
+        ref = responses[code]["content"]["application/json"]["schema"]["$ref"]
+        assert ref == "#/components/schemas/ErrorResponse"
+    success = next(code for code in responses if code.startswith("2"))
+    assert responses[success]["content"]["application/json"]["schema"]
+
+
+def test_health_and_delete_fields_are_described(schema: dict[str, Any]) -> None:
+    components = schema["components"]["schemas"]
+    assert set(components["HealthResponse"]["properties"]) == {
+        "status", "redis", "qdrant", "embedding", "agents",
+    }  # fmt: skip
+    agent = components["AgentHealth"]["properties"]
+    assert {"collection", "exists", "vector_size", "model", "model_matches", "blocked"} <= set(
+        agent
+    )
+    scopes = components["DeleteRequest"]["properties"]
+    assert set(scopes) == {"source", "channel_id", "conversation_id", "message_id", "user_id"}
