@@ -16,7 +16,9 @@ def _redis_section(runtime: Runtime) -> dict[str, Any]:
     client = runtime.redis
     try:
         client.ping()
-        agents = sorted(_decode(a) for a in client.smembers(keys.AGENTS))
+        # The set holds names as clients spelled them; agents are case-insensitive.
+        spelled = sorted(_decode(a) for a in client.smembers(keys.AGENTS))
+        agents = list({name.casefold(): name for name in spelled}.values())
         return {
             "ok": True,
             "due_conversations": int(client.zcard(keys.DUE)),
@@ -77,12 +79,13 @@ def health_report(runtime: Runtime) -> dict[str, Any]:
     report: dict[str, Any] = {"redis": _redis_section(runtime)}
     report["qdrant"] = {"ok": runtime.store.ping(), "local": runtime.settings.qdrant_url is None}
     report["embedding"] = _embedding_section(runtime)
-    names = {agent.name for agent in runtime.agents.listed}
-    names.update(report["redis"].get("agents_seen", []))
+    names = {agent.name.casefold(): agent.name for agent in runtime.agents.listed}
+    for seen in report["redis"].get("agents_seen", []):
+        names.setdefault(seen.casefold(), seen)
     dims = report["embedding"].get("dimensions")
     agents: dict[str, Any] = {}
     if report["qdrant"]["ok"] and report["redis"]["ok"]:
-        agents = {name: _agent_section(runtime, name, dims) for name in sorted(names)}
+        agents = {name: _agent_section(runtime, name, dims) for name in sorted(names.values())}
     report["agents"] = agents
     healthy = all(report[part]["ok"] for part in ("redis", "qdrant", "embedding"))
     blocked = any(section.get("blocked") for section in agents.values())
