@@ -9,9 +9,18 @@ from workers.tasks import register_tasks
 from workers.worker_context import WorkerContext
 
 
+def celery_broker_url(redis_url: str) -> str:
+    """redis-py names a unix socket unix://PATH; kombu, Celery's transport, redis+socket://PATH."""
+    if redis_url.startswith("unix://"):
+        return "redis+socket://" + redis_url.removeprefix("unix://")
+    return redis_url
+
+
 def make_celery(settings: Settings, context: WorkerContext | None = None) -> Celery:
     """The Celery app for these settings, with the flush task bound to a worker context."""
-    app = Celery("memory_pool", broker=settings.redis_url, set_as_current=False)
+    if not settings.redis_url:
+        raise ValueError("REDIS_URL is not set: Celery needs Redis as its broker")
+    app = Celery("memory_pool", broker=celery_broker_url(settings.redis_url), set_as_current=False)
     app.conf.update(
         task_serializer="json",
         accept_content=["json"],
