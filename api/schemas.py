@@ -48,6 +48,10 @@ class SaveRequest(BaseModel):
         None, min_length=1, description='Which interface sends ("discord", "hermes", …).'
     )
     messages: list[SaveMessage]
+    batch_import: bool = Field(
+        False,
+        description="History import: no idle timer; the importer flushes when its file is done.",
+    )
 
 
 class SaveResponse(BaseModel):

@@ -29,8 +29,8 @@ for g = 1, groups do
   local min_chars, gap_ms, idle_ms = tonumber(ARGV[i+9]), tonumber(ARGV[i+10]), tonumber(ARGV[i+11])
   local n, agent = tonumber(ARGV[i+12]), ARGV[i+4]
   local fields = {'agent', ARGV[i+4], 'source', ARGV[i+5], 'cid', ARGV[i+6],
-                  'channel', ARGV[i+7], 'guild', ARGV[i+8]}
-  i = i + 13
+                  'channel', ARGV[i+7], 'guild', ARGV[i+8], 'noidle', ARGV[i+13]}
+  i = i + 14
   local newest = tonumber(redis.call('HGET', meta, 'newest') or '0')
   local added, added_size, gap = 0, 0, false
   for m = 1, n do
@@ -181,6 +181,8 @@ class ConversationSettings:
     min_chars: int
     gap_seconds: float
     idle_seconds: float
+    # Imports have no idle timer: their open chunk is written by the import's final flush.
+    idle_timer: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +283,7 @@ class Buffers:
             keys.meta(key), keys.buffer(key), keys.conversations(ref.agent), key,
             ref.agent, ref.source, ref.conversation_id or "", ref.channel_id or "", guild or "",
             conv.min_chars, int(conv.gap_seconds * 1000), int(conv.idle_seconds * 1000), len(items),
+            "" if conv.idle_timer else "1",
         ]  # fmt: skip
         for item in items:
             message = item.message

@@ -94,7 +94,7 @@ def _prepare(state: ConversationState, agents: Agents) -> _Work:
         agent.rules,
         written=int(meta.get("written", "0")),
         quiet_for_seconds=quiet,
-        idle_seconds=agent.idle_flush_seconds,
+        idle_seconds=None if meta.get("noidle") == "1" else agent.idle_flush_seconds,
         force=_forced(meta) > 0,
     )
     return _Work(state, agent, plan)

@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.deletes import DeleteScope, delete
 from api.deps import AgentDep, RuntimeDep
+from api.known_ids import known_ids
 from api.schemas import ErrorResponse
 from shared import keys
 from shared.agents import AgentConfig
@@ -64,6 +65,14 @@ class DeleteResponse(BaseModel):
     deleted_dead_letters: int
 
 
+class KnownIdsRequest(BaseModel):
+    message_ids: list[str] = Field(max_length=100_000)
+
+
+class KnownIdsResponse(BaseModel):
+    known: list[str] = Field(description="The given ids already in the agent's collection.")
+
+
 class StatsResponse(BaseModel):
     collection: str
     points: int
@@ -113,3 +122,12 @@ async def delete_scope(body: DeleteRequest, agent: AgentDep, runtime: RuntimeDep
         deleted_buffered=result.buffered,
         deleted_dead_letters=result.dead_letters,
     )
+
+
+@router.post("/known-ids", response_model=KnownIdsResponse, responses=UNKNOWN)
+async def known(body: KnownIdsRequest, agent: AgentDep, runtime: RuntimeDep) -> KnownIdsResponse:
+    """Which of these message ids the collection holds (memory-pool's or st-qdrant-memory's)."""
+    found = await run_in_threadpool(
+        known_ids, runtime.store, agent.collection_name, body.message_ids
+    )
+    return KnownIdsResponse(known=sorted(found))

@@ -34,6 +34,7 @@ async def save(body: SaveRequest, request: Request, runtime: RuntimeDep) -> Save
         min_chars=agent.chunk_min_chars,
         gap_seconds=agent.chunk_gap_seconds,
         idle_seconds=agent.idle_flush_seconds,
+        idle_timer=not body.batch_import,
     )
     counts = await run_in_threadpool(runtime.buffers.save, agent.name, result.incoming, conv)
     return SaveResponse(

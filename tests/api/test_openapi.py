@@ -21,6 +21,7 @@ EXPECTED = {
     ("/agents/{bot}/flush", "post"): {"401", "403", "404", "422"},
     ("/agents/{bot}/stats", "get"): {"401", "403", "404", "422"},
     ("/agents/{bot}/delete", "post"): {"401", "403", "404", "422"},
+    ("/agents/{bot}/known-ids", "post"): {"401", "403", "404", "422"},
     ("/dead-letters", "get"): {"401", "403", "422"},
     ("/dead-letters/replay", "post"): {"401", "403", "404", "422"},
 }

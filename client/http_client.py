@@ -1,0 +1,120 @@
+"""memory-pool's HTTP API as Python calls: one place that knows the endpoints and their bodies.
+
+Self-contained (only httpx), so an integration such as the Hermes plugin can carry a copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import httpx
+
+DEFAULT_URL = "http://127.0.0.1:3102"
+
+
+class MemoryPoolError(Exception):
+    """An answer other than 2xx, with memory-pool's {error, detail} when it sent one."""
+
+    def __init__(self, status: int, error: str, detail: str) -> None:
+        super().__init__(f"{status} {error}: {detail}")
+        self.status = status
+        self.error = error
+        self.detail = detail
+
+
+class MemoryPoolClient:
+    """Synchronous client; thread-safe (httpx.Client is), reuse one per process."""
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        *,
+        api_key: str | None = None,
+        timeout: float = 10.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
+        )
+
+    def __enter__(self) -> MemoryPoolClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._http.request(method, path, **kwargs)
+        if response.is_success:
+            return response.json()
+        try:
+            body = response.json()
+            error, detail = str(body["error"]), str(body["detail"])
+        except (ValueError, KeyError, TypeError):
+            error, detail = "http_error", response.text[:500]
+        raise MemoryPoolError(response.status_code, error, detail)
+
+    def save(
+        self,
+        bot: str,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        source: str | None = None,
+        batch_import: bool = False,
+        timeout: float | None = None,
+    ) -> dict[str, int]:
+        """POST /save; returns the counts accepted, duplicates and skipped."""
+        body: dict[str, Any] = {"bot": bot, "messages": list(messages)}
+        if source is not None:
+            body["source"] = source
+        if batch_import:
+            body["batch_import"] = True
+        extra = {"timeout": timeout} if timeout is not None else {}
+        return self._call("POST", "/save", json=body, **extra)
+
+    def retrieve(
+        self,
+        bot: str,
+        query_text: str,
+        *,
+        exclude_message_ids: Iterable[str] = (),
+        timeout: float | None = None,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """POST /retrieve; options: limit, score_threshold, source, channel_id, guild_id,
+        since, until. Returns {"hits": [...], "formatted": "..."}."""
+        body = {"bot": bot, "query_text": query_text, **options}
+        body["exclude_message_ids"] = list(exclude_message_ids)
+        extra = {"timeout": timeout} if timeout is not None else {}
+        return self._call("POST", "/retrieve", json=body, **extra)
+
+    def flush(self, bot: str, *, wait: bool = True, timeout: float = 30.0) -> dict[str, Any]:
+        """Write every open chunk of an agent now; with `wait`, once they are stored."""
+        params = {"wait": str(wait).lower(), "timeout": timeout}
+        return self._call("POST", f"/agents/{bot}/flush", params=params, timeout=timeout + 5)
+
+    def delete(self, bot: str, **scope: str) -> dict[str, int]:
+        """Delete one scope: source (+ channel_id or conversation_id), message_id or user_id."""
+        return self._call("POST", f"/agents/{bot}/delete", json=scope)
+
+    def known_ids(self, bot: str, message_ids: Iterable[str]) -> list[str]:
+        """Which of these message ids the agent's collection already holds (any writer)."""
+        body = {"message_ids": list(message_ids)}
+        return self._call("POST", f"/agents/{bot}/known-ids", json=body)["known"]
+
+    def stats(self, bot: str) -> dict[str, Any]:
+        return self._call("GET", f"/agents/{bot}/stats")
+
+    def health(self) -> dict[str, Any]:
+        return self._call("GET", "/health")
+
+    def dead_letters(self, *, offset: int = 0, limit: int = 100) -> dict[str, Any]:
+        return self._call("GET", "/dead-letters", params={"offset": offset, "limit": limit})
+
+    def replay_dead_letters(self, bot: str | None = None) -> dict[str, int]:
+        return self._call("POST", "/dead-letters/replay", json={"bot": bot})
