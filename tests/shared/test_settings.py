@@ -86,3 +86,9 @@ def test_refuses_bad_values(monkeypatch: pytest.MonkeyPatch, name: str, value: s
     monkeypatch.setenv(name, value)
     with pytest.raises(ValidationError, match=name):
         Settings()
+
+
+def test_the_lease_outlasts_an_upsert() -> None:
+    with pytest.raises(ValidationError, match=r"LEASE_SECONDS \(20\) must be more than twice"):
+        Settings(MEMORY_POOL_LEASE_SECONDS=20, MEMORY_POOL_QDRANT_TIMEOUT=10)
+    assert Settings(MEMORY_POOL_LEASE_SECONDS=21, MEMORY_POOL_QDRANT_TIMEOUT=10).lease_seconds == 21

@@ -189,6 +189,51 @@ class Backend:
         return models.UpdateResult(operation_id=next(self._operation_ids), status=status)
 
 
+class UpsertFaults:
+    """Upserts that hang before or after being applied, for crash tests; thread-safe.
+
+    A hang before applying ends with a 503 and the points never written, as if the request had
+    never reached Qdrant; a hang after applying holds the answer of points already written.
+    A hang ends after its seconds, or at once on `clear()` (and when the server stops).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._release = threading.Event()
+        self._hung = threading.Condition(self._lock)
+        self._seconds = 0.0
+        self._before_apply = True
+        self._times: int | None = 0
+        self.hung = 0  # upserts that started hanging since the server was built
+        self.hung_clients: list[tuple[str, int]] = []  # (host, port) of each, in order
+
+    def arm(self, seconds: float, *, before_apply: bool, times: int | None) -> None:
+        with self._lock:
+            self._release = threading.Event()
+            self._seconds, self._before_apply, self._times = seconds, before_apply, times
+
+    def clear(self) -> None:
+        with self._lock:
+            self._times = 0
+            self._release.set()
+
+    def take(self, client: tuple[str, int] | None) -> tuple[threading.Event, float, bool] | None:
+        """This upsert's hang, if one is armed: (release event, seconds, before_apply)."""
+        with self._lock:
+            if self._times == 0:
+                return None
+            if self._times is not None:
+                self._times -= 1
+            self.hung += 1
+            self.hung_clients.append(client or ("", 0))
+            self._hung.notify_all()
+            return self._release, self._seconds, self._before_apply
+
+    def wait_hung(self, count: int, timeout: float) -> bool:
+        with self._lock:
+            return self._hung.wait_for(lambda: self.hung >= count, timeout=timeout)
+
+
 Handler = Callable[[Backend, Call], Any]
 
 
@@ -430,13 +475,21 @@ def error_response(error: ApiError, started: float) -> JSONResponse:
     return JSONResponse(content, status_code=error.status_code)
 
 
-def route(backend: Backend, endpoint: Endpoint) -> Route:
+def route(backend: Backend, endpoint: Endpoint, faults: UpsertFaults) -> Route:
     async def handle(request: Request) -> Response:
         started = time.perf_counter()
         call = Call(dict(request.path_params), dict(request.query_params), await request.body())
+        client = (request.client.host, request.client.port) if request.client else None
+        hang = faults.take(client) if endpoint.handler is upsert else None
         try:
+            if hang is not None and hang[2]:
+                # held off the backend lock, so every other request goes on meanwhile
+                await run_in_threadpool(hang[0].wait, hang[1])
+                raise ApiError(503, "Service unavailable: the upsert was dropped (fault)")
             # local mode is synchronous and may be slow; keep it off the event loop
             result = await run_in_threadpool(backend.execute, endpoint, call)
+            if hang is not None:
+                await run_in_threadpool(hang[0].wait, hang[1])
         except ApiError as error:
             return error_response(error, started)
         except Exception as exc:  # the server answers 500 rather than dropping the connection
@@ -459,10 +512,11 @@ async def health(request: Request) -> Response:
     return PlainTextResponse("healthz check passed")
 
 
-def build_app(backend: Backend) -> Starlette:
+def build_app(backend: Backend, faults: UpsertFaults | None = None) -> Starlette:
+    faults = faults or UpsertFaults()
     routes = [Route("/", root, methods=["GET"])]
     routes += [Route(p, health, methods=["GET"]) for p in ("/healthz", "/readyz", "/livez")]
-    routes += [route(backend, endpoint) for endpoint in ENDPOINTS]
+    routes += [route(backend, endpoint, faults) for endpoint in ENDPOINTS]
     return Starlette(routes=routes)
 
 
@@ -488,6 +542,7 @@ class QdrantTestServer:
         self._backend: Backend | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+        self.faults = UpsertFaults()
 
     @property
     def url(self) -> str:
@@ -510,7 +565,7 @@ class QdrantTestServer:
             sock.close()
             raise
         config = uvicorn.Config(
-            build_app(self._backend),
+            build_app(self._backend, self.faults),
             log_level="warning",
             access_log=False,
             ws="none",  # no websockets import, so none of its deprecation warnings
@@ -540,7 +595,23 @@ class QdrantTestServer:
         with httpx.Client(timeout=START_TIMEOUT_S) as http:
             http.get(f"{self.url}/readyz").raise_for_status()
 
+    def hang_upserts(self, seconds: float, *, before_apply: bool, times: int | None = None) -> None:
+        """Make the next `times` upserts (every one when None) hang for up to `seconds`.
+
+        `before_apply`: the points are never written and the hang ends in a 503. Otherwise the
+        points are written and only the answer is held. `clear_faults()` ends every hang.
+        """
+        self.faults.arm(seconds, before_apply=before_apply, times=times)
+
+    def wait_for_hung_upserts(self, count: int = 1, timeout: float = 10.0) -> bool:
+        """Whether `count` upserts in all have started hanging within `timeout` seconds."""
+        return self.faults.wait_hung(count, timeout)
+
+    def clear_faults(self) -> None:
+        self.faults.clear()
+
     def stop(self) -> None:
+        self.faults.clear()  # a held request must not keep the server from stopping
         if self._server is not None and self._thread is not None:
             self._server.should_exit = True
             self._thread.join()
