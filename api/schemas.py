@@ -146,3 +146,19 @@ class HealthResponse(BaseModel):
     qdrant: QdrantHealth
     embedding: EmbeddingHealth
     agents: dict[str, AgentHealth]
+
+
+def error_docs(**described: str) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for error statuses, all in the one error shape (e404="...")."""
+    return {
+        int(code[1:]): {"model": ErrorResponse, "description": text}
+        for code, text in described.items()
+    }
+
+
+# The statuses of every endpoint that names an agent.
+AGENT_ACCESS = error_docs(
+    e401="The agent requires an API key.",
+    e403="The API key is not for this agent.",
+    e404="Unknown agent.",
+)

@@ -11,18 +11,13 @@ from starlette.concurrency import run_in_threadpool
 from api.deletes import DeleteScope, delete
 from api.deps import AgentDep, RuntimeDep
 from api.known_ids import known_ids
-from api.schemas import ErrorResponse
+from api.schemas import AGENT_ACCESS
 from shared import keys
 from shared.agents import AgentConfig
 from shared.runtime import Runtime
 
 router = APIRouter(prefix="/agents/{bot}")
 
-UNKNOWN = {
-    401: {"model": ErrorResponse, "description": "The agent requires an API key."},
-    403: {"model": ErrorResponse, "description": "The API key is not for this agent."},
-    404: {"model": ErrorResponse, "description": "Unknown agent."},
-}
 
 
 class DeleteRequest(BaseModel):
@@ -106,13 +101,13 @@ def _stats(runtime: Runtime, agent: AgentConfig) -> StatsResponse:
     )
 
 
-@router.get("/stats", response_model=StatsResponse, responses=UNKNOWN)
+@router.get("/stats", response_model=StatsResponse, responses=AGENT_ACCESS)
 async def stats(agent: AgentDep, runtime: RuntimeDep) -> StatsResponse:
     """Points by source, buffered messages and the last write."""
     return await run_in_threadpool(_stats, runtime, agent)
 
 
-@router.post("/delete", response_model=DeleteResponse, responses=UNKNOWN)
+@router.post("/delete", response_model=DeleteResponse, responses=AGENT_ACCESS)
 async def delete_scope(body: DeleteRequest, agent: AgentDep, runtime: RuntimeDep) -> DeleteResponse:
     """Delete one scope of the agent's memory; deleted message ids are never stored again."""
     scope = DeleteScope(**body.model_dump())
@@ -124,7 +119,7 @@ async def delete_scope(body: DeleteRequest, agent: AgentDep, runtime: RuntimeDep
     )
 
 
-@router.post("/known-ids", response_model=KnownIdsResponse, responses=UNKNOWN)
+@router.post("/known-ids", response_model=KnownIdsResponse, responses=AGENT_ACCESS)
 async def known(body: KnownIdsRequest, agent: AgentDep, runtime: RuntimeDep) -> KnownIdsResponse:
     """Which of these message ids the collection holds (memory-pool's or st-qdrant-memory's)."""
     found = await run_in_threadpool(

@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.deps import AgentDep, RuntimeDep
 from api.health import health_report
-from api.schemas import ErrorResponse, FlushResponse, HealthResponse
+from api.schemas import AGENT_ACCESS, FlushResponse, HealthResponse
 
 router = APIRouter()
 
@@ -26,11 +26,7 @@ async def health(runtime: RuntimeDep) -> HealthResponse:
 @router.post(
     "/agents/{bot}/flush",
     response_model=FlushResponse,
-    responses={
-        401: {"model": ErrorResponse, "description": "The agent requires an API key."},
-        403: {"model": ErrorResponse, "description": "The API key is not for this agent."},
-        404: {"model": ErrorResponse, "description": "Unknown agent."},
-    },
+    responses=AGENT_ACCESS,
 )
 async def flush_agent(
     agent: AgentDep,

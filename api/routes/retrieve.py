@@ -9,22 +9,16 @@ from starlette.concurrency import run_in_threadpool
 
 from api.deps import RuntimeDep, agent_for
 from api.recall import RecallRequest, recall
-from api.schemas import ErrorResponse, Hit, RetrieveRequest, RetrieveResponse
+from api.schemas import AGENT_ACCESS, Hit, RetrieveRequest, RetrieveResponse, error_docs
 from shared.errors import RecallTimeout
 from shared.recall_query import RecallFilters
 
 router = APIRouter()
 
-ERRORS = {
-    401: {"model": ErrorResponse, "description": "The agent requires an API key."},
-    403: {"model": ErrorResponse, "description": "The API key is not for this agent."},
-    404: {"model": ErrorResponse, "description": "Unknown agent."},
-    422: {"model": ErrorResponse, "description": "Missing bot or query_text, or a bad field."},
-    503: {
-        "model": ErrorResponse,
-        "description": "Recall timed out, or the embedding provider or Qdrant is unavailable.",
-    },
-}
+ERRORS = AGENT_ACCESS | error_docs(
+    e422="Missing bot or query_text, or a bad field.",
+    e503="Recall timed out, or the embedding provider or Qdrant is unavailable.",
+)
 
 
 def _request(body: RetrieveRequest) -> RecallRequest:

@@ -7,21 +7,18 @@ from starlette.concurrency import run_in_threadpool
 
 from api.deps import RuntimeDep, agent_for
 from api.ingest import check_limits, ingest
-from api.schemas import ErrorResponse, SaveRequest, SaveResponse
+from api.schemas import AGENT_ACCESS, SaveRequest, SaveResponse, error_docs
 from shared.buffers import ConversationSettings
 
 router = APIRouter()
 
-ERRORS = {
-    400: {"model": ErrorResponse, "description": "Not JSON, or an invalid agent name."},
-    401: {"model": ErrorResponse, "description": "The agent requires an API key."},
-    403: {"model": ErrorResponse, "description": "The API key is not for this agent."},
-    404: {"model": ErrorResponse, "description": "Unknown agent."},
-    409: {"model": ErrorResponse, "description": "The agent's collection has another model."},
-    413: {"model": ErrorResponse, "description": "Too many messages or characters."},
-    422: {"model": ErrorResponse, "description": "Missing bot, messages or a message_id."},
-    503: {"model": ErrorResponse, "description": "Redis is unavailable; nothing was accepted."},
-}
+ERRORS = AGENT_ACCESS | error_docs(
+    e400="Not JSON, or an invalid agent name.",
+    e409="The agent's collection has another model.",
+    e413="Too many messages or characters.",
+    e422="Missing bot, messages or a message_id.",
+    e503="Redis is unavailable; nothing was accepted.",
+)
 
 
 @router.post("/save", status_code=202, response_model=SaveResponse, responses=ERRORS)
