@@ -19,7 +19,6 @@ from shared.runtime import Runtime
 router = APIRouter(prefix="/agents/{bot}")
 
 
-
 class DeleteRequest(BaseModel):
     """Exactly one scope, always within the agent in the path. There is no "delete all"."""
 
