@@ -10,7 +10,7 @@ COPY pyproject.toml README.md ./
 COPY api ./api
 COPY workers ./workers
 COPY shared ./shared
-COPY cli ./cli
+COPY memory_pool ./memory_pool
 RUN pip install . && useradd --create-home --uid 1000 memorypool
 USER memorypool
 

@@ -14,8 +14,14 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 
+# Hermes Agent's real MemoryProvider and plugin loader, for tests/integrations. Kept out of
+# site-packages: the wheel installs top-level `cli`, `utils`, `tools`… that would shadow
+# memory-pool's own modules; its pinned deps would clash with ours (hence --no-deps).
 install-test: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	test -f $(VENV)/hermes-agent/hermes_agent-0.19.0.dist-info/METADATA || \
+		$(BIN)/python -m pip install --quiet --no-deps --upgrade \
+		--target $(VENV)/hermes-agent hermes-agent==0.19.0
 	$(BIN)/python -m tests.support.minilm
 
 run: install

@@ -15,7 +15,7 @@ from celery import Celery
 from celery.worker import state as worker_state
 
 from api.app import create_app
-from cli.embedded_redis import EmbeddedRedis
+from memory_pool.embedded_redis import EmbeddedRedis
 from shared.runtime import Runtime
 from shared.settings import Settings
 from workers.celery_app import make_celery

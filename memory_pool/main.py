@@ -146,8 +146,8 @@ def serve(
     config: ConfigOption = None,
 ) -> None:
     """Run everything in one process with its data in one folder (what `make run` starts)."""
-    from cli.embedded_redis import EmbeddedRedisError
-    from cli.serve import ServeError, run_in_one_process
+    from memory_pool.embedded_redis import EmbeddedRedisError
+    from memory_pool.serve import ServeError, run_in_one_process
 
     settings = _settings(config)
     if data_dir is not None:
@@ -178,6 +178,111 @@ def health(
     report = response.json()
     typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
     raise typer.Exit(code=0 if report.get("status") == "ok" else 1)
+
+
+import_app = typer.Typer(help="Import chat history into an agent's memory.", no_args_is_help=True)
+app.add_typer(import_app, name="import")
+
+
+@import_app.command("sillytavern")
+def import_sillytavern(
+    paths: Annotated[
+        list[Path], typer.Argument(help="Chat .jsonl files, or folders of them (a character's).")
+    ],
+    agent: Annotated[str, typer.Option("--agent", help="The agent (bot) to import into.")],
+    persona: Annotated[
+        str | None, typer.Option(help="The user's name in chunks; default: see the README.")
+    ] = None,
+    url: Annotated[str, typer.Option(help="The running memory-pool.")] = "http://127.0.0.1:3102",
+    api_key: Annotated[
+        str | None, typer.Option("--api-key", help="A key the agent accepts (`api_keys`).")
+    ] = None,
+    config: ConfigOption = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show the chunks it would store; send nothing.")
+    ] = False,
+) -> None:
+    """Import SillyTavern chats: one conversation per file, each message stored exactly once."""
+    import httpx
+
+    from client.http_client import MemoryPoolClient, MemoryPoolError
+    from memory_pool.importer import ImportFailed, preview, read_chats, run_import
+    from shared.errors import InvalidAgentName, UnknownAgent
+
+    settings = _settings(config)
+    try:
+        agent_config = load_agents(settings.config_path).get(agent)
+        plans, summary = read_chats(paths, agent_config, persona)
+    except (ImportFailed, UnknownAgent, InvalidAgentName) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(code=2) from exc
+    for problem in summary.problems:
+        typer.echo(f"skipped {problem}", err=True)
+    if dry_run:
+        shown = preview(plans, agent_config, summary)
+        typer.echo("\n".join([*summary.lines()[:2], *shown]))
+        return
+    try:
+        with MemoryPoolClient(url, api_key=api_key, timeout=60) as client:
+            run_import(client, agent_config.name, plans, summary)
+    except (MemoryPoolError, httpx.HTTPError) as exc:
+        typer.echo("\n".join(summary.lines()), err=True)
+        typer.echo(f"error: {url}: {exc} (importing again is safe)", err=True)
+        raise typer.Exit(code=1) from exc
+    typer.echo("\n".join(summary.lines()))
+
+
+hermes_app = typer.Typer(help="The Hermes Agent memory provider plugin.", no_args_is_help=True)
+app.add_typer(hermes_app, name="hermes")
+
+HERMES_PLUGIN = "memory-pool"
+HERMES_PLUGIN_SOURCE = Path(__file__).resolve().parents[1] / "integrations" / "hermes"
+
+
+def install_hermes_plugin(hermes_home: Path) -> Path:
+    """Copy the plugin and memory-pool's HTTP client (as memory_pool_client.py) into
+    <hermes_home>/plugins/memory-pool/, replacing an earlier install; returns the folder."""
+    import shutil
+
+    from client import http_client
+
+    if not (HERMES_PLUGIN_SOURCE / "plugin.yaml").is_file():
+        raise FileNotFoundError(f"no plugin sources at {HERMES_PLUGIN_SOURCE} (a checkout has)")
+    target = hermes_home.expanduser() / "plugins" / HERMES_PLUGIN
+    if target.exists() and not (target / "memory_pool_client.py").is_file():
+        raise FileExistsError(f"{target} holds something else; move it away first")
+    staging = target.with_name(f".{HERMES_PLUGIN}.installing")  # Hermes skips dot folders
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(
+        HERMES_PLUGIN_SOURCE, staging, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
+    shutil.copyfile(http_client.__file__, staging / "memory_pool_client.py")
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    return target
+
+
+@hermes_app.command("install")
+def hermes_install(
+    hermes_home: Annotated[
+        Path | None,
+        typer.Option("--hermes-home", help="Hermes' home; default $HERMES_HOME, else ~/.hermes."),
+    ] = None,
+) -> None:
+    """Install the memory-pool memory provider into Hermes' plugins folder."""
+    import os
+
+    home = hermes_home or Path(os.environ.get("HERMES_HOME") or Path.home() / ".hermes")
+    try:
+        target = install_hermes_plugin(home)
+    except OSError as exc:  # also the FileNotFoundError / FileExistsError above
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(code=2) from exc
+    typer.echo(f"installed the Hermes plugin in {target}")
+    typer.echo(
+        f"next: set `memory.provider: {HERMES_PLUGIN}` in {home / 'config.yaml'} and the agent "
+        "(`hermes memory setup`, or MEMORY_POOL_AGENT); see integrations/hermes/README.md"
+    )
 
 
 def main() -> None:

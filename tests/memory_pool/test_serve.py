@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import redis
 
-from tests.cli.test_embedded_redis import wait_gone
+from tests.memory_pool.test_embedded_redis import wait_gone
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.redis_server import free_port
 
@@ -57,7 +57,7 @@ def serve_env(embeddings: EmbeddingServer) -> dict[str, str]:
 
 
 def serve_command(data_dir: Path, port: int) -> list[str]:
-    return [sys.executable, "-m", "cli.main", "serve", "--port", str(port),
+    return [sys.executable, "-m", "memory_pool.main", "serve", "--port", str(port),
             "--data-dir", str(data_dir)]  # fmt: skip
 
 
@@ -168,7 +168,7 @@ def test_worker_without_qdrant_url_exits_2_saying_why(embeddings: EmbeddingServe
     # REDIS_URL is set (and never reached): the missing QDRANT_URL is the only problem.
     env = serve_env(embeddings) | {"REDIS_URL": "redis://127.0.0.1:1/0"}
     result = subprocess.run(
-        [sys.executable, "-m", "cli.main", "worker"],
+        [sys.executable, "-m", "memory_pool.main", "worker"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=START_TIMEOUT,
     )  # fmt: skip
     assert result.returncode == 2, result.stderr

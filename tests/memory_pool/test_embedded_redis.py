@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from cli.embedded_redis import (
+from memory_pool.embedded_redis import (
     SOCKET_PATH_LIMIT,
     EmbeddedRedis,
     EmbeddedRedisError,
@@ -98,7 +98,7 @@ def test_a_killed_owner_still_leaves_the_data_on_disk(tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
         import sys, time, redis
         from pathlib import Path
-        from cli.embedded_redis import EmbeddedRedis
+        from memory_pool.embedded_redis import EmbeddedRedis
         server = EmbeddedRedis(Path({str(tmp_path)!r})).start()
         redis.Redis.from_url(server.url).set("written", "before the kill")
         print(server.pid, flush=True)

@@ -1,1 +1,0 @@
-"""The `memory-pool` command line."""

@@ -1,0 +1,1 @@
+"""The `memory-pool` program: its commands, the one-process `serve`, and history imports."""

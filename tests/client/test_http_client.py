@@ -1,0 +1,103 @@
+"""client/http_client.py against a running memory-pool over real HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from client.http_client import MemoryPoolClient, MemoryPoolError
+from tests.client.live_server import Live, live_memory_pool
+from tests.support.embedding_server import EmbeddingServer
+from tests.support.redis_server import RedisServer
+
+AGENT = "clerk"
+HEADER = "\n[Past chat memories]\n\n"
+AGENTS_FILE = {"agents": [{"name": AGENT, "self_speaker": "Clerk"}]}
+
+
+def message(mid: str, text: str, ts: int, *, self_: bool = False) -> dict[str, object]:
+    return {
+        "message_id": mid, "text": text, "ts": ts, "conversation_id": "conv-1",
+        "speaker_kind": "self" if self_ else "user", **({} if self_ else {"user_id": "u1"}),
+    }  # fmt: skip
+
+
+MESSAGES = [
+    message("m1", "the lighthouse keeper sang to the whales at dawn", 1_718_000_000_000),
+    message("m2", "and the whales answered the lighthouse keeper", 1_718_000_001_000, self_=True),
+]
+
+
+@pytest.fixture(scope="module")
+def live(
+    redis_server: RedisServer,
+    embedding_server: EmbeddingServer,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Live]:
+    flushed = redis.Redis.from_url(redis_server.url)
+    flushed.flushall()
+    flushed.close()
+    embedding_server.clear_faults()
+    data_dir = tmp_path_factory.mktemp("http-client")
+    with live_memory_pool(redis_server.url, embedding_server.url, data_dir, AGENTS_FILE) as up:
+        yield up
+
+
+@pytest.fixture
+def client(live: Live) -> Iterator[MemoryPoolClient]:
+    with MemoryPoolClient(live.url, timeout=10) as memory_pool:
+        yield memory_pool
+
+
+def test_health_reports_every_service(client: MemoryPoolClient) -> None:
+    report = client.health()
+    assert report["status"] == "ok", report
+    assert AGENT in report["agents"]
+
+
+def test_save_flush_retrieve_known_ids_stats_delete(client: MemoryPoolClient) -> None:
+    assert client.save(AGENT, MESSAGES, source="test") == {
+        "accepted": 2, "duplicates": 0, "skipped": 0,
+    }  # fmt: skip
+    assert client.save(AGENT, MESSAGES, source="test")["duplicates"] == 2
+    assert client.flush(AGENT)["done"]
+
+    found = client.retrieve(AGENT, "do you remember the lighthouse keeper and the whales?")
+    assert [hit["payload"]["messageIds"] for hit in found["hits"]] == ["m1,m2"]
+    assert found["formatted"].startswith(HEADER)
+    assert "Clerk: and the whales answered" in found["formatted"]
+    excluded = client.retrieve(AGENT, "the lighthouse keeper", exclude_message_ids=["m2"])
+    assert excluded == {"hits": [], "formatted": ""}
+
+    assert client.known_ids(AGENT, ["m1", "m2", "never-sent"]) == ["m1", "m2"]
+    stats = client.stats(AGENT)
+    assert stats["points_by_source"] == {"test": 1}
+    assert stats["buffered_messages"] == 2  # flushed, and still open: it may grow
+
+    deleted = client.delete(AGENT, source="test", conversation_id="conv-1")
+    assert deleted["deleted_points"] == 1
+    assert client.retrieve(AGENT, "the lighthouse keeper")["hits"] == []
+    assert client.save(AGENT, MESSAGES[:1], source="test")["accepted"] == 0  # deleted for good
+
+
+def test_dead_letters_lists_and_replays(client: MemoryPoolClient) -> None:
+    listed = client.dead_letters(limit=10)
+    assert isinstance(listed, dict)
+    assert isinstance(client.replay_dead_letters(AGENT), dict)
+
+
+def test_refusals_raise_memory_pool_error_with_status_code_and_detail(
+    client: MemoryPoolClient,
+) -> None:
+    with pytest.raises(MemoryPoolError) as unknown:
+        client.retrieve("nobody-here", "hello")
+    assert (unknown.value.status, unknown.value.error) == (404, "unknown_agent")
+    assert "nobody-here" in unknown.value.detail
+
+    with pytest.raises(MemoryPoolError) as invalid:
+        client.save(AGENT, [{"text": "no id at all"}])
+    assert (invalid.value.status, invalid.value.error) == (422, "invalid_request")
+    assert "message_id" in invalid.value.detail
+    assert str(invalid.value).startswith("422 invalid_request: ")

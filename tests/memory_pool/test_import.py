@@ -1,0 +1,164 @@
+"""`memory-pool import sillytavern` against a running `memory-pool serve`, end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from qdrant_client import QdrantClient, models
+
+from tests.conftest import EMBEDDING_DIMS
+from tests.memory_pool.test_serve import ROOT, Served, serve_env, serving
+from tests.support.embedding_server import EmbeddingServer
+
+COLLECTION = "mem_mythos"
+AGENTS = """\
+accept_unlisted_agents: false
+agents:
+  - name: mythos
+    self_speaker: Mythos
+    speaker_aliases: {"111": "Alex"}
+"""
+UNUSED = {
+    "user_name": "unused",
+    "character_name": "unused",
+    "create_date": "x",
+    "chat_metadata": {},
+}
+NAMED = {**UNUSED, "user_name": "Robin", "character_name": "Mythos"}
+FILE_A = "Mythos - 2024-07-12@01h31m37s123ms.jsonl"
+FILE_B = "Mythos - 2023-5-20 @15h 30m 45s 123ms.jsonl"
+
+
+def _message(is_user: bool, send_date: object, mes: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "name": "Alex" if is_user else "Mythos", "is_user": is_user, "is_system": False,
+        "send_date": send_date, "mes": mes, "swipes": [mes, "a swipe never stored"], "swipe_id": 0,
+        **extra,
+    }  # fmt: skip
+
+
+CHAT_A = [  # SillyTavern's own date forms: file-and-line ids
+    UNUSED,
+    _message(True, "2024-7-12 @1h 31m 37s 123ms", "I found an old brass key under the stairs."),
+    _message(False, "2024-07-12@01h32m05s9ms", "Then we try it on the keeper's chest tonight."),
+    {**_message(False, "2024-07-12@01h33m00s0ms", "[Alex joined]"), "is_system": True},
+    _message(True, "July 12, 2024 1:40am", "ok"),
+    _message(False, "yesterday", "A line whose date cannot be read at all."),
+    _message(True, "July 12, 2024 1:45am", "Let us go before the tide comes in."),
+    _message(False, "2024-07-12T01:46:00.000", "The tide waits for no keeper; I take the lantern."),
+]
+CHAT_B = [  # epoch and ISO dates: st-qdrant-memory's ids
+    NAMED,
+    _message(True, 1684596645123, "Do you remember the purple tomatoes in the greenhouse?"),
+    _message(False, 1684596700, "Of course, she grew them beside the lemon tree."),
+    _message(True, "2023-05-20T15:33:00.000Z", "She gave us a basket every single summer."),
+    _message(False, "2023-05-20T15:34:00.000Z", "And we ate them with salt on the porch."),
+]
+INDEXED_BY_STQM = ["Mythos_1684596645123_1", "Mythos_1684596700000_2"]
+IMPORTED = {
+    FILE_A: [f"st:{FILE_A}:{line}" for line in (2, 3, 7, 8)],
+    FILE_B: ["Mythos_1684596780000_3", "Mythos_1684596840000_4"],
+}
+
+
+def _write_chats(folder: Path) -> None:
+    folder.mkdir()
+    for name, records in ((FILE_A, CHAT_A), (FILE_B, CHAT_B)):
+        (folder / name).write_text("\n".join(json.dumps(r) for r in records) + "\n")
+
+
+def _seed_st_qdrant_memory_point(data_dir: Path) -> None:
+    """The chunk st-qdrant-memory wrote when it indexed FILE_B's first exchange."""
+    client = QdrantClient(path=str(data_dir / "qdrant"))
+    vectors = models.VectorParams(size=EMBEDDING_DIMS, distance=models.Distance.COSINE)
+    client.create_collection(COLLECTION, vectors_config=vectors)
+    payload = {"text": "[2023-05-20]\nRobin: Do you remember…\nMythos: Of course…",
+               "speakers": "Robin, Mythos", "messageCount": 2, "timestamp": 1684596645123,
+               "messageIds": ",".join(INDEXED_BY_STQM), "isChunk": True}  # fmt: skip
+    point = models.PointStruct(id=str(uuid.uuid4()), vector=[0.1] * EMBEDDING_DIMS, payload=payload)
+    client.upsert(COLLECTION, [point])
+    client.close()
+
+
+def _import(served: Served, env: dict[str, str], config: Path, *args: str) -> tuple[str, str]:
+    command = [sys.executable, "-m", "memory_pool.main", "import", "sillytavern", *args, "--agent",
+               "mythos", "--url", str(served.http.base_url), "--config", str(config)]  # fmt: skip
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}\n{served.log_tail()}"
+    return result.stdout, result.stderr
+
+
+def _stats(served: Served) -> dict[str, Any]:
+    return served.http.get("/agents/mythos/stats").json()
+
+
+def _stored_points(data_dir: Path) -> list[dict[str, Any]]:
+    client = QdrantClient(path=str(data_dir / "qdrant"))
+    points, _ = client.scroll(COLLECTION, limit=100, with_payload=True)
+    client.close()
+    return [point.payload or {} for point in points]
+
+
+def test_import_stores_each_message_once_and_recognises_st_qdrant_memory(
+    tmp_path: Path, embeddings: EmbeddingServer
+) -> None:
+    data_dir, chats, config = tmp_path / "data", tmp_path / "chats", tmp_path / "agents.yaml"
+    config.write_text(AGENTS)
+    _write_chats(chats)
+    _seed_st_qdrant_memory_point(data_dir)
+    env = serve_env(embeddings) | {"MEMORY_POOL_CONFIG": str(config)}
+    with serving(data_dir, env, tmp_path / "serve.log") as served:
+        before = _stats(served)
+        out, err = _import(served, env, config, str(chats), "--dry-run")
+        assert _stats(served) == before
+        assert "dry run: 2 chunks would be stored (nothing was sent)" in out
+        assert "[2024-07-12]\nAlex: I found an old brass key under the stairs." in out
+        assert f"{FILE_A}:6: unparseable send_date 'yesterday'" in err
+
+        out, err = _import(served, env, config, str(chats))
+        assert f"skipped {FILE_A}:6: unparseable send_date 'yesterday'" in err
+        assert "files: 2, messages: 11" in out
+        assert "skipped: 5 (1 system, 1 too short, 1 unparseable date, 2 already stored)" in out, (
+            out
+        )
+        assert "accepted: 6, duplicates: 0" in out
+        assert "chunks written: 2" in out
+
+        again, _ = _import(served, env, config, str(chats))
+        assert "accepted: 0, duplicates: 0" in again
+        assert "8 already stored" in again
+        assert "chunks written: 0" in again
+        assert _stats(served)["points_by_source"] == {"sillytavern": 2}
+        assert served.interrupt() == 0, served.log_tail()
+
+    _check_stored(_stored_points(data_dir))
+
+
+def _check_stored(payloads: list[dict[str, Any]]) -> None:
+    ours = [p for p in payloads if p.get("source") == "sillytavern"]
+    assert len(payloads) == len(ours) + 1  # plus st-qdrant-memory's own point
+    by_file = {p["conversationId"]: p for p in ours}
+    assert set(by_file) == {FILE_A, FILE_B}
+    for name, ids in IMPORTED.items():
+        assert by_file[name]["messageIdList"] == ids
+    every_id = Counter(i for p in ours for i in p["messageIdList"])
+    assert set(every_id.values()) == {1}
+    assert by_file[FILE_A]["text"] == (
+        "[2024-07-12]\n"
+        "Alex: I found an old brass key under the stairs.\n"
+        "Mythos: Then we try it on the keeper's chest tonight.\n"
+        "Alex: Let us go before the tide comes in.\n"
+        "Mythos: The tide waits for no keeper; I take the lantern."
+    )
+    assert by_file[FILE_B]["text"] == (
+        "[2023-05-20]\n"
+        "Robin: She gave us a basket every single summer.\n"
+        "Mythos: And we ate them with salt on the porch."
+    )
+    assert by_file[FILE_B]["speakers"] == "Robin, Mythos"
