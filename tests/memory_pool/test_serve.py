@@ -7,17 +7,19 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import redis
 
 from tests.memory_pool.test_embedded_redis import wait_gone
 from tests.support.embedding_server import EmbeddingServer
+from tests.support.minilm import model_folder
 from tests.support.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,10 +128,21 @@ def serving(data_dir: Path, env: dict[str, str], log: Path) -> Iterator[Served]:
         process.wait()
 
 
+def local_model_env(embeddings: EmbeddingServer) -> dict[str, str]:
+    """serve's own default: the local all-MiniLM-L6-v2, here from its offline folder."""
+    folder = model_folder()
+    assert folder is not None, "no MiniLM folder: run `python -m tests.support.minilm`"
+    env = serve_env(embeddings)
+    for key in ("EMBEDDING_PROVIDER", "EMBEDDING_BASE_URL", "OPENAI_API_KEY"):
+        env.pop(key)
+    return env | {"EMBEDDING_MODEL_PATH": str(folder)}
+
+
+@pytest.mark.parametrize("make_env", [local_model_env, serve_env], ids=["local-model", "openai"])
 def test_serve_runs_everything_and_remembers_across_a_restart(
-    tmp_path: Path, embeddings: EmbeddingServer
+    tmp_path: Path, embeddings: EmbeddingServer, make_env: Callable[..., dict[str, str]]
 ) -> None:
-    env, data_dir, log = serve_env(embeddings), tmp_path / "data", tmp_path / "serve.log"
+    env, data_dir, log = make_env(embeddings), tmp_path / "data", tmp_path / "serve.log"
     with serving(data_dir, env, log) as first:
         assert first.post("/save", FLUSHED)["accepted"] == 1
         assert first.flush()["done"]
