@@ -20,8 +20,10 @@ from shared.embedder import Embedder
 from shared.errors import (
     DimensionMismatch,
     InputRejected,
+    InvalidAgentName,
     MemoryPoolError,
     ModelMismatch,
+    UnknownAgent,
     UpstreamUnavailable,
 )
 from shared.flush_plan import ChunkWrite, FlushPlan, plan_flush
@@ -215,8 +217,14 @@ def flush(claims: Sequence[Claim], deps: FlushDeps) -> FlushReport:
     work = []
     for claim in claims:
         state = deps.buffers.begin(claim)
-        if state is not None:
+        if state is None:
+            continue
+        try:
             work.append(_prepare(state, deps.agents))
+        except (UnknownAgent, InvalidAgentName) as exc:
+            # The agents file changed under buffered messages: keep them, and say so loudly.
+            log.error("conversation %s is held: %s", claim.conversation, exc)
+            deps.buffers.release(claim, retry_in=BLOCKED_RETRY_SECONDS, failed=False)
     idle = [item for item in work if not item.plan.writes]
     for item in idle:
         _commit(deps, item, report)

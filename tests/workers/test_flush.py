@@ -513,3 +513,16 @@ def test_a_force_flush_during_a_flush_is_not_lost(
     assert_point(world.points("mem_mythos")[point_id("mem_mythos", SOURCE, "m1")], msgs)
     assert buffers.unwritten([conv]) == 0
     assert world.due(conv) is None
+
+
+def test_an_agent_removed_from_the_agents_file_keeps_its_messages(world: World) -> None:
+    conversation = world.save("mythos", "c1", [message("g1", "x" * 600, 1), message("g2", "y", 2)])
+    # The operator removes the agent from the agents file; the buffered messages remain.
+    world.deps.agents = Agents([AgentConfig(name="polaris")], accept_unlisted=False)
+    before = time.time() * 1000
+    report = flush(world.claim_all(), world.deps)
+    assert report.chunks_written == 0
+    assert world.points("mem_mythos") == {}
+    assert world.buffered(conversation) == ["g1", "g2"]
+    assert world.due(conversation) >= before + BLOCKED_RETRY_SECONDS * 1000
+    assert world.redis.get(keys.lease(conversation)) is None  # handed back, not left to expire
