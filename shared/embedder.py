@@ -31,6 +31,7 @@ MAX_REQUEST_CHARS = 300_000
 # A health check must answer quickly even when the embedding timeout is generous.
 PING_TIMEOUT_SECONDS = 5.0
 PROBE_TEXT = "dimension probe"
+LOCAL_BATCH_SIZE = 32
 
 # Statuses that mean "this request's content was refused": bisect to find the culprit inputs.
 # 413/422 are how OpenAI-compatible servers (text-embeddings-inference, vLLM) say the same.
@@ -326,7 +327,9 @@ class LocalEmbedder:
     def __init__(self, settings: Settings) -> None:
         self.model: str = settings.embedding_model or LOCAL_DEFAULT_MODEL
         self._folder = settings.embedding_model_path
-        self._batch_size = settings.embedding_batch_size
+        # Not EMBEDDING_BATCH_SIZE, which sizes HTTP requests: an ONNX batch of 256 chunks took a
+        # worker from 170 MiB to over 1.3 GiB (bench/memory.py), and 32 keeps both cores busy.
+        self._batch_size = LOCAL_BATCH_SIZE
         # One lock for load and embed: loading is not thread-safe, and ONNX already uses every
         # core for one batch, so serialising embeds costs little.
         self._lock = threading.Lock()

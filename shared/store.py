@@ -84,6 +84,11 @@ class Store:
         local = QdrantClient(path=str(path), force_disable_check_same_thread=True)
         return cls(local, local=True)
 
+    @property
+    def local(self) -> bool:
+        """Local mode: brute-force search that evaluates payload filters in Python."""
+        return self._local
+
     def close(self) -> None:
         with self._lock:
             self._client.close()

@@ -1,0 +1,194 @@
+"""Ingest acceptance: Discord-plugin traffic against /save, next to /noop and the naive design.
+
+Run: .venv/bin/python -m bench.ingest [--quick] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import profiling
+from bench.machine import cpu_seconds, describe
+from bench.noop_app import NAIVE_QUEUE
+from bench.procs import ROOT, base_env
+from bench.stack import Stack
+from bench.stats import median, pct, ratio, table
+
+PATHS = ("/noop", "/save", "/naive")
+
+
+class LoadGen:
+    """The load generator subprocess (bench.loadgen), one JSON command at a time."""
+
+    def __init__(self) -> None:
+        self.popen = subprocess.Popen(
+            [sys.executable, "-m", "bench.loadgen"],
+            cwd=ROOT,
+            env=base_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def run(self, **cmd: Any) -> dict[str, Any]:
+        assert self.popen.stdin and self.popen.stdout
+        self.popen.stdin.write(json.dumps(cmd) + "\n")
+        self.popen.stdin.flush()
+        line = self.popen.stdout.readline()
+        if not line:
+            raise RuntimeError("the load generator died")
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.popen.stdin:
+            self.popen.stdin.close()
+        try:
+            self.popen.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait()
+
+
+def _one(stack: Stack, gen: LoadGen, path: str, requests: int, conc: int) -> dict[str, Any]:
+    api, redis_pid = stack.proc("api").pid, stack.redis_pid()
+    cpu0 = cpu_seconds(api), cpu_seconds(redis_pid)
+    result = gen.run(cmd="http", url=stack.api_url, path=path, requests=requests, concurrency=conc)
+    cpu1 = cpu_seconds(api), cpu_seconds(redis_pid)
+    lat = result["latencies_ms"]
+    bad = {k: v for k, v in result["statuses"].items() if k != "202"}
+    if bad:
+        print(f"warning: {path} answered {bad}", file=sys.stderr)
+    if path == "/naive":  # nobody consumes the naive queue: empty it between rounds
+        stack.redis_client().delete(NAIVE_QUEUE)
+    return {
+        "rps": requests / result["elapsed"],
+        "msgs": result["messages"] / result["elapsed"],
+        "new": result["new"] / result["elapsed"],
+        "p50": pct(lat, 50),
+        "p99": pct(lat, 99),
+        "api_ms": (cpu1[0] - cpu0[0]) / requests * 1000,
+        "redis_ms": (cpu1[1] - cpu0[1]) / requests * 1000,
+        "accepted": result["accepted"],
+        "sent_new": result["new"],
+    }
+
+
+def _profile(stack: Stack, gen: LoadGen, requests: int, conc: int, out: Path) -> str:
+    sampler = profiling.start(stack.proc("api").pid, 8, out)
+    if sampler is None:
+        return "py-spy is not installed: `.venv/bin/pip install py-spy`"
+    time.sleep(0.5)
+    deadline = time.monotonic() + 7
+    while time.monotonic() < deadline:
+        gen.run(cmd="http", url=stack.api_url, path="/save", requests=requests, concurrency=conc)
+    sampler.wait(timeout=60)
+    return profiling.summarize(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="a short smoke run")
+    parser.add_argument("--profile", action="store_true", help="py-spy the API during /save")
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--requests", type=int, default=None, help="per endpoint and round")
+    parser.add_argument("--concurrency", type=int, default=4)
+    args = parser.parse_args(argv)
+    rounds = args.rounds or (2 if args.quick else 5)
+    requests = args.requests or (300 if args.quick else 2000)
+    task_msgs = 1000 if args.quick else 5000
+    print(describe())
+    results: dict[str, list[dict[str, Any]]] = {p: [] for p in PATHS}
+    loop_rates: list[float] = []
+    profile_text = ""
+    with Stack() as stack:
+        stack.start_redis()
+        stack.start_embedding(384)
+        stack.start_api(module="bench.noop_app")
+        gen = LoadGen()
+        try:
+            gen.run(cmd="warm", url=stack.api_url)
+            for _ in range(rounds):
+                for path in PATHS:
+                    results[path].append(_one(stack, gen, path, requests, args.concurrency))
+                loop = gen.run(cmd="send_task", broker=stack.env["REDIS_URL"], messages=task_msgs)
+                loop_rates.append(loop["messages"] / loop["elapsed"])
+                stack.redis_client().delete(NAIVE_QUEUE)
+            if args.profile:
+                profile_text = _profile(stack, gen, 300, args.concurrency, stack.dir / "api.raw")
+        finally:
+            gen.close()
+    _report(results, loop_rates, rounds, requests, args.concurrency, profile_text)
+    return 0
+
+
+def _report(
+    results: dict[str, list[dict[str, Any]]],
+    loop_rates: list[float],
+    rounds: int,
+    requests: int,
+    conc: int,
+    profile_text: str,
+) -> None:
+    noop_rps = median([r["rps"] for r in results["/noop"]])
+    rows = []
+    for path in PATHS:
+        rs = results[path]
+        m = {k: median([r[k] for r in rs]) for k in rs[0]}
+        rows.append(
+            [
+                f"POST {path}",
+                m["rps"],
+                m["msgs"],
+                m["new"],
+                m["p50"],
+                m["p99"],
+                ratio(m["rps"], noop_rps),
+                m["api_ms"],
+                m["redis_ms"],
+            ]
+        )
+    loop = median(loop_rates)
+    rows.append(["send_task loop (1/msg)", loop / 30, loop, loop / 30 * 1.5, "", "", "", "", ""])
+    print()
+    print(
+        f"Ingest: {rounds} rounds x {requests} requests per endpoint, {conc} connections, "
+        "30 messages/request (1-2 new), 100 channels, 5 agents; medians over rounds"
+    )
+    print(
+        table(
+            [
+                "endpoint",
+                "req/s",
+                "msgs recv/s",
+                "new msgs/s",
+                "p50 ms",
+                "p99 ms",
+                "vs noop",
+                "API CPU ms/req",
+                "Redis CPU ms/req",
+            ],
+            rows,
+        )
+    )
+    save = results["/save"]
+    print(
+        f"\nheadline: /save req/s / /noop req/s = {rows[1][6]:.2f}; "
+        f"accepted {sum(r['accepted'] for r in save)} of {sum(r['sent_new'] for r in save)} "
+        "new messages sent to /save"
+    )
+    print(
+        "send_task loop row: messages/s of one producer enqueuing one task per message; "
+        "req/s = that / 30 (enqueue every received message), new msgs/s assumes 1.5 new per request"
+    )
+    if profile_text:
+        print("\nprofile of the API process during /save (py-spy):\n" + profile_text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

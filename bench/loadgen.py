@@ -1,0 +1,101 @@
+"""Load generator in its own process: `python -m bench.loadgen`, driven by JSON lines on stdin.
+
+Commands: {"cmd": "warm", "url"} sends every channel's first full window to /save;
+{"cmd": "http", "url", "path", "requests", "concurrency"} replays Discord turns;
+{"cmd": "send_task", "broker", "messages"} is the naive producer: one Celery task per message.
+Each answers one JSON line on stdout. The traffic state lives on across commands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from typing import Any
+
+import httpx
+
+from bench.traffic import DiscordTraffic
+
+
+async def _post_all(url: str, bodies: list[bytes], concurrency: int) -> dict[str, Any]:
+    latencies: list[float] = []
+    statuses: dict[str, int] = {}
+    accepted = 0
+    queue = iter(range(len(bodies)))
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    headers = {"content-type": "application/json"}
+    async with httpx.AsyncClient(limits=limits, timeout=30, trust_env=False) as client:
+
+        async def worker() -> None:
+            nonlocal accepted
+            for i in queue:
+                started = time.perf_counter()
+                response = await client.post(url, content=bodies[i], headers=headers)
+                latencies.append((time.perf_counter() - started) * 1000)
+                key = str(response.status_code)
+                statuses[key] = statuses.get(key, 0) + 1
+                if response.status_code == 202:
+                    accepted += int(response.json().get("accepted", 0))
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    return {
+        "elapsed": elapsed,
+        "latencies_ms": latencies,
+        "statuses": statuses,
+        "accepted": accepted,
+    }
+
+
+def http(traffic: DiscordTraffic, cmd: dict[str, Any]) -> dict[str, Any]:
+    turns = [traffic.turn() for _ in range(cmd["requests"])]
+    bodies = [json.dumps(body).encode() for body, _ in turns]
+    result = asyncio.run(_post_all(cmd["url"] + cmd["path"], bodies, cmd["concurrency"]))
+    result["new"] = sum(new for _, new in turns)
+    result["messages"] = sum(len(body["messages"]) for body, _ in turns)
+    return result
+
+
+def warm(traffic: DiscordTraffic, cmd: dict[str, Any]) -> dict[str, Any]:
+    bodies = [json.dumps(traffic.fill(channel)).encode() for channel in traffic.channels]
+    return asyncio.run(_post_all(cmd["url"] + "/save", bodies, 4))
+
+
+def send_task(traffic: DiscordTraffic, cmd: dict[str, Any]) -> dict[str, Any]:
+    """A loop of app.send_task(...), one per message, against the Redis broker."""
+    from celery import Celery
+
+    from bench.noop_app import NAIVE_QUEUE, NAIVE_TASK
+
+    app = Celery("bench_naive", broker=cmd["broker"], set_as_current=False)
+    app.conf.update(task_serializer="json", broker_connection_retry_on_startup=True)
+    messages = [traffic.message(traffic.channels[i % 100]) for i in range(cmd["messages"])]
+    app.send_task(NAIVE_TASK, args=["warm", messages[0]], queue=NAIVE_QUEUE)  # connect first
+    started = time.perf_counter()
+    for message in messages:
+        app.send_task(NAIVE_TASK, args=["bench0", message], queue=NAIVE_QUEUE)
+    elapsed = time.perf_counter() - started
+    app.close()
+    return {"elapsed": elapsed, "messages": len(messages)}
+
+
+def main() -> int:
+    # /save gets its own traffic, so every window it sees holds only 1-2 ids it has not seen
+    traffics: dict[str, DiscordTraffic] = {}
+    commands = {"http": http, "warm": warm, "send_task": send_task}
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        cmd = json.loads(line)
+        key = cmd.get("path", "/save") if cmd["cmd"] != "send_task" else "task"
+        traffic = traffics.setdefault(key, DiscordTraffic(seed=len(traffics) + 1))
+        result = commands[cmd["cmd"]](traffic, cmd)
+        print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
