@@ -33,8 +33,11 @@ def find_redis_server() -> str:
 class RedisServer:
     """One redis-server process with its own port and folder; stop and start keep the data."""
 
-    def __init__(self, *, persistent: bool = False, data_dir: Path | None = None) -> None:
+    def __init__(
+        self, *, persistent: bool = False, data_dir: Path | None = None, binary: str | None = None
+    ) -> None:
         self.port = free_port()
+        self.binary = binary
         self.persistent = persistent
         self._tmp = None if data_dir else tempfile.TemporaryDirectory(prefix="mp-redis-")
         self.data_dir = data_dir or Path(self._tmp.name)  # type: ignore[union-attr]
@@ -46,7 +49,7 @@ class RedisServer:
 
     def _command(self) -> list[str]:
         command = [
-            find_redis_server(), "--port", str(self.port), "--bind", "127.0.0.1",
+            self.binary or find_redis_server(), "--port", str(self.port), "--bind", "127.0.0.1",
             "--dir", str(self.data_dir), "--save", "", "--maxmemory-policy", "noeviction",
         ]  # fmt: skip
         if self.persistent:
