@@ -14,14 +14,18 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from shared.naming import DEFAULT_USER_SPEAKER
-from shared.timestamps import MS_THRESHOLD, SECONDS_THRESHOLD
+from shared.timestamps import (
+    MS_THRESHOLD,
+    SECONDS_THRESHOLD,
+    epoch_ms,
+    from_iso,
+    from_number,
+)
 
 UNUSED_NAME = "unused"  # what newer SillyTavern writes into the header's name fields
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-ONE_MS = timedelta(milliseconds=1)
 
 # "2023-5-20 @15h 30m 45s 123ms" (older SillyTavern) and "2024-07-12@01h31m37s123ms" (newer).
 _HUMANIZED = re.compile(
@@ -57,31 +61,8 @@ _ES_ISO = re.compile(
 )
 
 
-def _epoch_ms(moment: datetime) -> int:
-    return (moment - EPOCH) // ONE_MS
-
-
 def _utc(year: int, month: int, day: int, hour: int, minute: int, second: int, ms: int) -> int:
-    return _epoch_ms(datetime(year, month, day, hour, minute, second, ms * 1000, tzinfo=UTC))
-
-
-def _from_number(value: float) -> int | None:
-    """st-qdrant-memory's number rule: above 1e12 is ms, between 1e9 and 1e12 is seconds."""
-    if not math.isfinite(value):
-        return None
-    if value > MS_THRESHOLD:
-        return int(value)
-    if SECONDS_THRESHOLD < value < MS_THRESHOLD:
-        return int(value * 1000)
-    return None
-
-
-def _from_iso(text: str) -> int | None:
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return _epoch_ms(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
+    return epoch_ms(datetime(year, month, day, hour, minute, second, ms * 1000, tzinfo=UTC))
 
 
 def _from_humanized(text: str) -> int | None:
@@ -116,15 +97,15 @@ def parse_send_date(value: object) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        return _from_number(value)
+        return from_number(value)
     if not isinstance(value, str) or not value.strip():
         return None
     text = value.strip()
     try:
-        return _from_number(float(text))
+        return from_number(float(text))
     except ValueError:
         pass
-    for parse in (_from_iso, _from_humanized, _from_wordy):
+    for parse in (from_iso, _from_humanized, _from_wordy):
         try:
             found = parse(text)
         except (ValueError, OverflowError):  # a form that matched with an impossible date
@@ -163,7 +144,7 @@ def stqm_timestamp(value: object) -> str | None:
     match = _ES_ISO.fullmatch(value)
     if not match or (match["time"] and not match["zone"]):
         return None
-    ms = _from_iso(value)
+    ms = from_iso(value)
     return None if ms is None else str(ms)
 
 

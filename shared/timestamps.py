@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 MS_THRESHOLD = 1_000_000_000_000  # above: already milliseconds
 SECONDS_THRESHOLD = 1_000_000_000  # between the two: epoch seconds
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+ONE_MS = timedelta(milliseconds=1)
 
-def _from_number(value: float) -> int | None:
+
+def epoch_ms(moment: datetime) -> int:
+    """Exact Unix ms of an aware datetime (a float timestamp * 1000 can land 1 ms short)."""
+    return (moment - EPOCH) // ONE_MS
+
+
+def from_number(value: float) -> int | None:
+    """st-qdrant-memory's number rule: above 1e12 is ms, between 1e9 and 1e12 is seconds."""
     if not math.isfinite(value):
         return None
     if value > MS_THRESHOLD:
@@ -19,7 +28,8 @@ def _from_number(value: float) -> int | None:
     return None
 
 
-def _from_iso(text: str) -> int | None:
+def from_iso(text: str) -> int | None:
+    """ISO 8601 to Unix ms; without an offset it is read as UTC."""
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
@@ -28,7 +38,7 @@ def _from_iso(text: str) -> int | None:
         # JavaScript reads a date-only ISO string as UTC; a service has no "local" user, so a
         # date-time without an offset is read as UTC too.
         parsed = parsed.replace(tzinfo=UTC)
-    return int(parsed.timestamp() * 1000)
+    return epoch_ms(parsed)
 
 
 def normalize_timestamp(value: object, now_ms: int) -> int:
@@ -37,14 +47,13 @@ def normalize_timestamp(value: object, now_ms: int) -> int:
     Numeric strings are read as numbers (JavaScript's Date would reject them and fall back to
     now), since a client sending "1718000000000" clearly means that instant.
     """
-    if isinstance(value, bool):
-        return now_ms
-    if isinstance(value, int | float):
-        return _from_number(value) or now_ms
-    if isinstance(value, str) and value.strip():
+    found: int | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        found = from_number(value)
+    elif isinstance(value, str) and value.strip():
         text = value.strip()
         try:
-            return _from_number(float(text)) or now_ms
+            found = from_number(float(text))
         except ValueError:
-            return _from_iso(text) or now_ms
-    return now_ms
+            found = from_iso(text)
+    return now_ms if found is None else found
