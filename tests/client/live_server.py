@@ -9,13 +9,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import redis
 import uvicorn
 import yaml
 
 from api.app import create_app
 from shared.agents import load_agents
 from tests.stack import Stack, running_stack, stack_settings
-from tests.support.redis_server import free_port
+from tests.support.embedding_server import EmbeddingServer
+from tests.support.redis_server import RedisServer, free_port
 
 START_TIMEOUT = 10.0
 
@@ -56,3 +58,19 @@ def live_memory_pool(
     settings = stack_settings(redis_url, embedding_url, data_dir, MEMORY_POOL_CONFIG=str(path))
     with running_stack(settings, load_agents(path)) as stack, _uvicorn(stack) as url:
         yield Live(stack, url)
+
+
+@contextmanager
+def fresh_live_memory_pool(
+    redis_server: RedisServer,
+    embedding_server: EmbeddingServer,
+    data_dir: Path,
+    agents_file: str,
+) -> Iterator[Live]:
+    """`live_memory_pool` on the session's Redis (emptied) and embedding server (no faults)."""
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    client.close()
+    embedding_server.clear_faults()
+    with live_memory_pool(redis_server.url, embedding_server.url, data_dir, agents_file) as up:
+        yield up

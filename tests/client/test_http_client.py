@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-import redis
 
 from client.http_client import MemoryPoolClient, MemoryPoolError
-from tests.client.live_server import Live, live_memory_pool
+from tests.client.live_server import Live, fresh_live_memory_pool
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.redis_server import RedisServer
 
@@ -36,12 +35,8 @@ def live(
     embedding_server: EmbeddingServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Live]:
-    flushed = redis.Redis.from_url(redis_server.url)
-    flushed.flushall()
-    flushed.close()
-    embedding_server.clear_faults()
     data_dir = tmp_path_factory.mktemp("http-client")
-    with live_memory_pool(redis_server.url, embedding_server.url, data_dir, AGENTS_FILE) as up:
+    with fresh_live_memory_pool(redis_server, embedding_server, data_dir, AGENTS_FILE) as up:
         yield up
 
 

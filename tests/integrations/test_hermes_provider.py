@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from typer.testing import CliRunner
 
 from client.http_client import MemoryPoolClient
 from memory_pool.main import app
-from tests.client.live_server import Live, live_memory_pool
+from tests.client.live_server import Live, fresh_live_memory_pool
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.redis_server import RedisServer, free_port
 
@@ -43,12 +42,8 @@ def live(
     embedding_server: EmbeddingServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Live]:
-    flushed = redis.Redis.from_url(redis_server.url)
-    flushed.flushall()
-    flushed.close()
-    embedding_server.clear_faults()
     data_dir = tmp_path_factory.mktemp("hermes")
-    with live_memory_pool(redis_server.url, embedding_server.url, data_dir, AGENTS_FILE) as up:
+    with fresh_live_memory_pool(redis_server, embedding_server, data_dir, AGENTS_FILE) as up:
         yield up
 
 
