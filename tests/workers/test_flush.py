@@ -330,7 +330,7 @@ def _flush_blocked_and_healthy(world: World) -> tuple[str, str]:
     healthy = world.save("polaris", "c1", healthy_msgs)
     claims = world.claim_all()
     assert len(claims) == 2
-    before = time.time() * 1000
+    before = int(time.time() * 1000)
     report = flush(claims, world.deps)
     assert (report.conversations, report.chunks_written) == (1, 1)
     # The healthy agent is written in the same flush.
@@ -413,7 +413,7 @@ def test_rate_limit_releases_with_retry_after_and_loses_nothing(
     }
     claims = world.claim_all()
     embeddings.fail_next(429, retry_after=2)
-    before = time.time() * 1000
+    before = int(time.time() * 1000)
     report = flush(claims, world.deps)
     after = time.time() * 1000
 
@@ -519,7 +519,7 @@ def test_an_agent_removed_from_the_agents_file_keeps_its_messages(world: World) 
     conversation = world.save("mythos", "c1", [message("g1", "x" * 600, 1), message("g2", "y", 2)])
     # The operator removes the agent from the agents file; the buffered messages remain.
     world.deps.agents = Agents([AgentConfig(name="polaris")], accept_unlisted=False)
-    before = time.time() * 1000
+    before = int(time.time() * 1000)  # whole ms, as the scripts keep time
     report = flush(world.claim_all(), world.deps)
     assert report.chunks_written == 0
     assert world.points("mem_mythos") == {}
