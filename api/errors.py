@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+
+import redis
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -20,6 +23,8 @@ from shared.errors import (
     UnknownAgent,
     UpstreamUnavailable,
 )
+
+log = logging.getLogger(__name__)
 
 STATUS = {
     UnknownAgent: 404,
@@ -86,3 +91,16 @@ def install_error_handlers(app: FastAPI) -> None:
         if len(errors) > 5:
             detail += f"; and {len(errors) - 5} more"
         return JSONResponse(error_body("invalid_request", detail), status_code=422)
+
+    @app.exception_handler(redis.RedisError)
+    async def _redis_down(_: Request, exc: redis.RedisError) -> JSONResponse:
+        # Any endpoint may touch Redis; losing it is an outage, not a bug in the request.
+        detail = f"Redis is unavailable: {exc}"
+        return JSONResponse(error_body(UpstreamUnavailable.code, detail), status_code=503)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        # Clients parse every answer as JSON, errors included; the traceback goes to the log.
+        log.exception("unexpected error", exc_info=exc)
+        detail = f"{type(exc).__name__}: see the server log"
+        return JSONResponse(error_body("internal_error", detail), status_code=500)
