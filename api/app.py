@@ -11,7 +11,8 @@ from fastapi import FastAPI
 from api.errors import install_error_handlers
 from api.recall import QueryCache
 from api.routes import agents, dead_letters, operations, retrieve, save
-from shared.runtime import Runtime
+from shared.buffers import AsyncSaver
+from shared.runtime import Runtime, async_redis_client
 from shared.settings import Settings
 
 
@@ -23,9 +24,14 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
         owned = runtime is None
         app.state.runtime = runtime or Runtime.build(settings)
         app.state.query_cache = QueryCache(app.state.runtime.embedder)
+        app.state.saver = AsyncSaver(
+            async_redis_client(app.state.runtime.settings),
+            dedupe_ttl_seconds=app.state.runtime.settings.dedupe_ttl_seconds,
+        )
         try:
             yield
         finally:
+            await app.state.saver.close()
             if owned:
                 app.state.runtime.close()
 

@@ -10,27 +10,30 @@ from api.auth import check_access
 from shared.agents import AgentConfig
 from shared.runtime import Runtime
 
+# Dependencies that do no I/O are `async def`: FastAPI runs a plain `def` dependency in its
+# threadpool, a hand-off that cost /save measurable CPU (BENCHMARKS.md, section 1).
 
-def get_runtime(request: Request) -> Runtime:
+
+async def get_runtime(request: Request) -> Runtime:
     return request.app.state.runtime
 
 
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
-def get_agent(bot: str, runtime: RuntimeDep, request: Request) -> AgentConfig:
-    """The agent named in the path; 404 when unknown, 401/403 when its key is missing."""
-    agent = runtime.agents.get(bot)
-    check_access(runtime.agents, bot, request.headers)
+def agent_for(name: str, runtime: Runtime, request: Request) -> AgentConfig:
+    """The agent a request names; 404 when unknown, 401/403 when its key is missing."""
+    agent = runtime.agents.get(name)
+    check_access(runtime.agents, name, request.headers)
     return agent
 
 
-def agent_for(name: str, runtime: Runtime, request: Request) -> AgentConfig:
-    """The same checks for an agent named in the body (/save, /retrieve)."""
-    return get_agent(name, runtime, request)
+async def get_agent(bot: str, runtime: RuntimeDep, request: Request) -> AgentConfig:
+    """The agent named in the path."""
+    return agent_for(bot, runtime, request)
 
 
-def require_global_access(runtime: RuntimeDep, request: Request) -> None:
+async def require_global_access(runtime: RuntimeDep, request: Request) -> None:
     """Endpoints spanning all agents need a key valid for every agent, once keys exist."""
     check_access(runtime.agents, None, request.headers)
 

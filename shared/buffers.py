@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import redis
+import redis.asyncio
 
 from shared import keys
 from shared.conversations import ConversationRef
@@ -230,6 +231,41 @@ class Commit:
     forced: int = 0  # the force requests the flush saw (meta `force` when it began)
 
 
+def _group_args(key: str, items: list[IncomingMessage], conv: ConversationSettings) -> list[object]:
+    ref = items[0].conversation
+    guild = next((item.guild_id for item in items if item.guild_id), None)
+    args: list[object] = [
+        keys.meta(key), keys.buffer(key), keys.conversations(ref.agent), key,
+        ref.agent, ref.source, ref.conversation_id or "", ref.channel_id or "", guild or "",
+        conv.min_chars, int(conv.gap_seconds * 1000), int(conv.idle_seconds * 1000), len(items),
+        "" if conv.idle_timer else "1",
+    ]  # fmt: skip
+    for item in items:
+        message = item.message
+        seen = keys.seen(ref.agent, ref.source, message.id)
+        args.extend([seen, message.to_json(), message.size, message.ts])
+    return args
+
+
+def save_call(
+    agent: str, incoming: Sequence[IncomingMessage], conv: ConversationSettings, dedupe_ttl: int
+) -> tuple[list[str], list[object]]:
+    """The save script's keys and arguments: the same for the sync and the async client."""
+    groups: dict[str, list[IncomingMessage]] = {}
+    for item in incoming:
+        groups.setdefault(item.conversation.key, []).append(item)
+    args: list[object] = [_now_ms(), dedupe_ttl, len(groups)]
+    for key, items in groups.items():
+        args.extend(_group_args(key, items, conv))
+    return [keys.DUE, keys.blocked(agent), keys.AGENTS], args
+
+
+def save_counts(result: Sequence[object]) -> SaveCounts:
+    if int(str(result[0])) == -1:
+        raise AgentBlocked(_decode(result[1]))
+    return SaveCounts(accepted=int(str(result[0])), duplicates=int(str(result[1])))
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -260,36 +296,12 @@ class Buffers:
         self, agent: str, incoming: Sequence[IncomingMessage], conv: ConversationSettings
     ) -> SaveCounts:
         """Buffer the messages not seen before, in one atomic step for the whole request."""
-        groups: dict[str, list[IncomingMessage]] = {}
-        for item in incoming:
-            groups.setdefault(item.conversation.key, []).append(item)
-        args: list[object] = [_now_ms(), self.dedupe_ttl, len(groups)]
-        for key, items in groups.items():
-            args.extend(self._group_args(key, items, conv))
+        script_keys, args = save_call(agent, incoming, conv, self.dedupe_ttl)
         try:
-            result = self._save(keys=[keys.DUE, keys.blocked(agent), keys.AGENTS], args=args)
+            result = self._save(keys=script_keys, args=args)
         except redis.RedisError as exc:
             raise UpstreamUnavailable(f"Redis is unavailable: {exc}") from exc
-        if int(result[0]) == -1:
-            raise AgentBlocked(_decode(result[1]))
-        return SaveCounts(accepted=int(result[0]), duplicates=int(result[1]))
-
-    def _group_args(
-        self, key: str, items: list[IncomingMessage], conv: ConversationSettings
-    ) -> list[object]:
-        ref = items[0].conversation
-        guild = next((item.guild_id for item in items if item.guild_id), None)
-        args: list[object] = [
-            keys.meta(key), keys.buffer(key), keys.conversations(ref.agent), key,
-            ref.agent, ref.source, ref.conversation_id or "", ref.channel_id or "", guild or "",
-            conv.min_chars, int(conv.gap_seconds * 1000), int(conv.idle_seconds * 1000), len(items),
-            "" if conv.idle_timer else "1",
-        ]  # fmt: skip
-        for item in items:
-            message = item.message
-            seen = keys.seen(ref.agent, ref.source, message.id)
-            args.extend([seen, message.to_json(), message.size, message.ts])
-        return args
+        return save_counts(result)
 
     # --- the scheduler -----------------------------------------------------------------
     def claim_due(self, limit: int) -> list[Claim]:
@@ -372,3 +384,26 @@ class Buffers:
             if int(length) > int(written or 0):
                 pending += 1
         return pending
+
+
+class AsyncSaver:
+    """/save's one Redis step on the API's event loop: no thread hand-off per request
+    (that hand-off was a fifth of /save's CPU, BENCHMARKS.md)."""
+
+    def __init__(self, client: redis.asyncio.Redis, *, dedupe_ttl_seconds: int) -> None:
+        self.redis = client
+        self.dedupe_ttl = dedupe_ttl_seconds
+        self._save = client.register_script(_SAVE)
+
+    async def save(
+        self, agent: str, incoming: Sequence[IncomingMessage], conv: ConversationSettings
+    ) -> SaveCounts:
+        script_keys, args = save_call(agent, incoming, conv, self.dedupe_ttl)
+        try:
+            result = await self._save(keys=script_keys, args=args)
+        except redis.RedisError as exc:
+            raise UpstreamUnavailable(f"Redis is unavailable: {exc}") from exc
+        return save_counts(result)
+
+    async def close(self) -> None:
+        await self.redis.aclose()

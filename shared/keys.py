@@ -15,6 +15,8 @@ AGENTS = f"{PREFIX}agents"  # SET of agent keys that have ever buffered a messag
 
 def part(value: str) -> str:
     """One key component; ':' and '%' are escaped so components can never run together."""
+    if value.isascii() and value.isalnum():
+        return value  # snowflakes and most ids: quote() would return them unchanged, slower
     return quote(value, safe="")
 
 

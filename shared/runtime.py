@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import redis
+import redis.asyncio
 
 from shared.agents import Agents, load_agents
 from shared.buffers import Buffers
@@ -14,15 +15,25 @@ from shared.settings import Settings
 from shared.store import Store
 
 
-def redis_client(settings: Settings) -> redis.Redis:
+def _redis_options(settings: Settings) -> dict[str, float]:
     if not settings.redis_url:
         raise ValueError("REDIS_URL is not set (memory-pool serve starts an embedded Redis)")
-    return redis.Redis.from_url(
-        settings.redis_url,
-        socket_timeout=settings.redis_timeout_seconds,
-        socket_connect_timeout=settings.redis_timeout_seconds,
-        health_check_interval=30,
-    )
+    return {
+        "socket_timeout": settings.redis_timeout_seconds,
+        "socket_connect_timeout": settings.redis_timeout_seconds,
+        "health_check_interval": 30,
+    }
+
+
+def redis_client(settings: Settings) -> redis.Redis:
+    options = _redis_options(settings)
+    return redis.Redis.from_url(settings.redis_url or "", **options)
+
+
+def async_redis_client(settings: Settings) -> redis.asyncio.Redis:
+    """For the API's event loop; create it inside the loop that will use it."""
+    options = _redis_options(settings)
+    return redis.asyncio.Redis.from_url(settings.redis_url or "", **options)
 
 
 @dataclass

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from starlette.concurrency import run_in_threadpool
 
 from api.deps import RuntimeDep, agent_for
 from api.ingest import check_limits, ingest
@@ -33,7 +32,7 @@ async def save(body: SaveRequest, request: Request, runtime: RuntimeDep) -> Save
         idle_seconds=agent.idle_flush_seconds,
         idle_timer=not body.batch_import,
     )
-    counts = await run_in_threadpool(runtime.buffers.save, agent.name, result.incoming, conv)
+    counts = await request.app.state.saver.save(agent.name, result.incoming, conv)
     return SaveResponse(
         accepted=counts.accepted, duplicates=counts.duplicates, skipped=result.skipped
     )

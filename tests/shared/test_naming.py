@@ -85,3 +85,14 @@ def test_point_id_is_deterministic_and_distinct() -> None:
         point_id("mem_mythos", "discord", "1002"),
     }
     assert first not in others and len(others) == 3
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("1250000000000000001", "1250000000000000001"), ("abcXYZ09", "abcXYZ09"), ("a:b", "a%3Ab"),
+     ("50%", "50%25"), ("self-3-1", "self-3-1"), ("é", "%C3%A9"), ("", "")],
+)  # fmt: skip
+def test_key_parts_never_run_together(value: str, expected: str) -> None:
+    from shared.keys import part
+
+    assert part(value) == expected
