@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+import redis
 from qdrant_client import models
 
 from shared import keys
@@ -14,8 +17,13 @@ from shared.agents import AgentConfig
 from shared.buffer_deletes import BufferDeletes, BufferScope
 from shared.conversations import ConversationRef, source_of
 from shared.dead_letters import DeadLetter
+from shared.errors import UpstreamUnavailable
+from shared.messages import Message
 from shared.recall_rules import message_ids_of
 from shared.runtime import Runtime
+
+REPLAY_WAIT_SECONDS = 10.0
+REPLAY_LOCK_MS = 120_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,23 +109,66 @@ def _ids_by_source(payloads: Iterable[dict]) -> dict[str, set[str]]:
     return by_source
 
 
+@contextmanager
+def replays_paused(client: redis.Redis) -> Iterator[None]:
+    """Hold the dead-letter replay lock, so a replay cannot write a chunk this delete removes."""
+    token = uuid.uuid4().hex
+    deadline = time.monotonic() + REPLAY_WAIT_SECONDS
+    while not client.set(keys.REPLAY_LOCK, token, nx=True, px=REPLAY_LOCK_MS):
+        if time.monotonic() > deadline:
+            raise UpstreamUnavailable("a dead-letter replay is running; try the delete again")
+        time.sleep(0.05)
+    try:
+        yield
+    finally:
+        if client.get(keys.REPLAY_LOCK) == token.encode():
+            client.delete(keys.REPLAY_LOCK)
+
+
+def _forget_chunk_mates(
+    deletes: BufferDeletes, conversations: list[str], doomed: dict[str, dict], now_ms: int
+) -> list[tuple[str, Message]]:
+    """Every chunk that held a deleted message goes whole: its other messages that are still
+    buffered (an open chunk's, or one kept under another conversation key) leave too."""
+    removed: list[tuple[str, Message]] = []
+    for source, ids in _ids_by_source(doomed.values()).items():
+        targets = [c for c in conversations if source_of(c) == source]
+        removed += deletes.forget(targets, BufferScope("ids", tuple(sorted(ids))), now_ms)
+    return removed
+
+
 def delete(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> DeleteResult:
     """Redis first (bumping generations, so in-flight flushes take their points back), then
     Qdrant; every deleted message id is tombstoned so a re-send never stores it again."""
     deletes = BufferDeletes(runtime.redis)
-    removed = deletes.forget(
-        _buffer_targets(runtime, agent, scope), _buffer_scope(scope), int(time.time() * 1000)
-    )
-    doomed = _doomed_points(runtime, agent.collection_name, scope)
-    runtime.store.delete_points(agent.collection_name, list(doomed))
-    tombstones = _ids_by_source(doomed.values())
+    now_ms = int(time.time() * 1000)
+    with replays_paused(runtime.redis):
+        removed = deletes.forget(
+            _buffer_targets(runtime, agent, scope), _buffer_scope(scope), now_ms
+        )
+        # Tombstones before Qdrant: if Qdrant fails now, a retry finds the rest, and a re-send
+        # of what already left the buffers is refused meanwhile.
+        deletes.tombstone(agent.name, _tombstones(removed).items())
+        doomed = _doomed_points(runtime, agent.collection_name, scope)
+        mates = _forget_chunk_mates(deletes, _conversations(runtime, agent), doomed, now_ms)
+        tombstones = _ids_by_source(doomed.values())
+        for source, ids in _tombstones(mates).items():
+            tombstones[source].update(ids)
+        deletes.tombstone(agent.name, tombstones.items())
+        runtime.store.delete_points(agent.collection_name, list(doomed))
+        for source, ids in _tombstones(removed).items():
+            tombstones[source].update(ids)
+        dead = runtime.dead_letters.remove_where(
+            lambda letter: not _covers(letter, agent, scope, tombstones)
+        )
+    return DeleteResult(points=len(doomed), buffered=len(removed) + len(mates), dead_letters=dead)
+
+
+def _tombstones(removed: list[tuple[str, Message]]) -> dict[str, set[str]]:
+    by_source: dict[str, set[str]] = defaultdict(set)
     for conversation, message in removed:
-        tombstones[source_of(conversation)].add(message.id)
-    deletes.tombstone(agent.name, [(s, sorted(ids)) for s, ids in tombstones.items()])
-    dead = runtime.dead_letters.remove_where(
-        lambda letter: not _covers(letter, agent, scope, tombstones)
-    )
-    return DeleteResult(points=len(doomed), buffered=len(removed), dead_letters=dead)
+        by_source[source_of(conversation)].add(message.id)
+    return by_source
 
 
 def _covers(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import redis
@@ -45,7 +45,8 @@ redis.call('DEL', KEYS[2])
 for _, raw in ipairs(kept) do redis.call('RPUSH', KEYS[2], raw) end
 redis.call('HINCRBY', KEYS[1], 'gen', 1)
 redis.call('HSET', KEYS[1], 'chars', chars)
-if drop_written or mode == 'all' then redis.call('HSET', KEYS[1], 'written', 0) end
+-- The open chunk's stored point (if any) no longer matches the buffer: rewrite it.
+redis.call('HSET', KEYS[1], 'written', 0)
 if #kept == 0 then
   redis.call('ZREM', KEYS[3], member)
 else
@@ -81,7 +82,7 @@ class BufferDeletes:
             removed.extend((conversation, Message.from_json(raw)) for raw in result)
         return removed
 
-    def tombstone(self, agent: str, ids_by_source: Iterable[tuple[str, Sequence[str]]]) -> None:
+    def tombstone(self, agent: str, ids_by_source: Iterable[tuple[str, Iterable[str]]]) -> None:
         """Deleted ids are never stored again: their dedupe markers lose their expiry."""
         pipe = self.redis.pipeline(transaction=False)
         for source, message_ids in ids_by_source:

@@ -7,6 +7,7 @@ Redis (or one cluster slot), not Redis Cluster.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Sequence
@@ -101,6 +102,9 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if (redis.call('HGET', KEYS[2], 'gen') or '0') ~= ARGV[5] then return -1 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('ZADD', KEYS[3], tonumber(ARGV[3]) + tonumber(ARGV[2]), ARGV[4])
+-- The points this flush is about to write: if it dies or is overtaken before its commit, the
+-- next flush takes them back first (they may hold messages deleted meanwhile).
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[2], 'inflight', ARGV[6]) end
 return 1
 """
 
@@ -108,8 +112,9 @@ _COMMIT = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 local now, member = tonumber(ARGV[2]), ARGV[3]
 if (redis.call('HGET', KEYS[2], 'gen') or '0') ~= ARGV[4] then
-  redis.call('ZADD', KEYS[4], now, member)
-  redis.call('DEL', KEYS[1])
+  -- A delete ran meanwhile. The lease stays with this worker until it has taken its points
+  -- back (settle); the open chunk is no longer known to be stored as it is.
+  redis.call('HSET', KEYS[2], 'written', 0)
   return -1
 end
 local consumed, consumed_chars = tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -120,7 +125,7 @@ if consumed > 0 then
 end
 for d = 12, #ARGV do redis.call('RPUSH', KEYS[5], ARGV[d]) end
 redis.call('HSET', KEYS[2], 'written', written)
-redis.call('HDEL', KEYS[2], 'attempts')
+redis.call('HDEL', KEYS[2], 'attempts', 'inflight')
 -- Only the force requests this flush saw are met; one made while it ran still stands.
 local forced = tonumber(ARGV[11])
 local force = tonumber(redis.call('HGET', KEYS[2], 'force') or '0')
@@ -138,6 +143,13 @@ else
   redis.call('ZADD', KEYS[4], last + tonumber(ARGV[9]), member)
 end
 redis.call('DEL', KEYS[1])
+return 1
+"""
+
+_SETTLE = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('HDEL', KEYS[2], 'inflight')
+redis.call('HSET', KEYS[2], 'written', 0)
 return 1
 """
 
@@ -216,6 +228,11 @@ class ConversationState:
     def agent(self) -> str:
         return self.meta.get("agent", "")
 
+    @property
+    def inflight(self) -> list[str]:
+        """Points an earlier flush wrote (or meant to) without committing."""
+        return list(json.loads(self.meta["inflight"])) if self.meta.get("inflight") else []
+
 
 @dataclass(frozen=True, slots=True)
 class Commit:
@@ -289,6 +306,7 @@ class Buffers:
         self._renew = client.register_script(_RENEW)
         self._commit = client.register_script(_COMMIT)
         self._release = client.register_script(_RELEASE)
+        self._settle = client.register_script(_SETTLE)
         self._force = client.register_script(_FORCE)
 
     # --- /save -------------------------------------------------------------------------
@@ -330,15 +348,22 @@ class Buffers:
         state.messages = [Message.from_json(raw) for raw in result[1]]
         return state
 
-    def renew(self, state: ConversationState) -> int:
-        """Keep the lease before a slow step: 1 kept, 0 lost, -1 the conversation changed."""
+    def renew(self, state: ConversationState, writing: Sequence[str] = ()) -> int:
+        """Keep the lease before a slow step, noting the points about to be written:
+        1 kept, 0 lost, -1 the conversation changed."""
         lease, meta, _ = self._conv_keys(state.claim.conversation)
         result = self._renew(
             keys=[lease, meta, keys.DUE],
             args=[state.claim.token, self.lease_ms, _now_ms(), state.claim.conversation,
-                  state.generation],
+                  state.generation, json.dumps(list(writing)) if writing else ""],
         )  # fmt: skip
         return int(result)
+
+    def settle(self, claim: Claim) -> bool:
+        """The points of an unfinished flush are taken back: forget them, and that the open
+        chunk was stored (its point may have been one of them)."""
+        lease, meta, _ = self._conv_keys(claim.conversation)
+        return int(self._settle(keys=[lease, meta], args=[claim.token])) == 1
 
     def commit(self, state: ConversationState, commit: Commit) -> int:
         """Apply a flush: 1 done, 0 lease lost (nothing changed), -1 conversation changed."""

@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from shared.chunking import ChunkRules, chunk_size, cut
 from shared.messages import Message
 
+# Imports have no idle timer: the importer's final flush writes each file's last chunk. This
+# long one is only a safety net for an import that died before that flush.
+IMPORT_IDLE_SECONDS = 3600.0
+
 
 @dataclass(frozen=True, slots=True)
 class ChunkWrite:
@@ -35,25 +39,55 @@ def plan_flush(
     quiet_for_seconds: float,
     idle_seconds: float | None,
     force: bool,
+    max_closed: int | None = None,
 ) -> FlushPlan:
     """Plan one conversation's flush from its buffer (which always starts a chunk).
 
-    `written` is how many buffered messages the last write of the open chunk covered; the open
-    chunk is rewritten only when it changed. `idle_seconds` None means no idle timer (imports).
+    `written` is how many leading buffered messages the stored point of the open chunk covers;
+    the open chunk is rewritten only when it changed. `idle_seconds` None means no idle timer.
+    `max_closed` caps the closed chunks taken in one flush (the rest stay buffered, in order).
     """
     result = cut(messages, rules)
+    closed = result.closed if max_closed is None else result.closed[:max_closed]
+    if len(closed) < len(result.closed):
+        # Only a slice of a backlog: the open chunk waits for the flush that reaches it.
+        # open_count 0 tells the commit that more than an open chunk is left: due again now.
+        return _plan(closed, (), written_after=0, open_count=0)
     open_chunk = result.open
-    unchanged = bool(open_chunk) and not result.closed and written == len(open_chunk)
+    unchanged = bool(open_chunk) and not closed and written == len(open_chunk)
     idle = idle_seconds is not None and quiet_for_seconds >= idle_seconds
     write_open = bool(open_chunk) and not unchanged and (idle or force)
-    writes = [ChunkWrite(chunk, closed=True) for chunk in result.closed]
-    if write_open:
-        writes.append(ChunkWrite(open_chunk, closed=False))
+    if write_open or unchanged:
+        written_after = len(open_chunk)
+    elif not closed:
+        # Nothing consumed and the open chunk not rewritten: its stored point still covers
+        # the same leading messages, and deletes rely on knowing that.
+        written_after = min(written, len(open_chunk))
+    else:
+        written_after = 0
+    return _plan(closed, open_chunk if write_open else (), written_after, len(open_chunk),
+                 open_chars=chunk_size(open_chunk))  # fmt: skip
+
+
+def _count(chunks: Sequence[Sequence[Message]]) -> int:
+    return sum(len(chunk) for chunk in chunks)
+
+
+def _plan(
+    closed: Sequence[tuple[Message, ...]],
+    open_write: tuple[Message, ...],
+    written_after: int,
+    open_count: int,
+    open_chars: int = 0,
+) -> FlushPlan:
+    writes = [ChunkWrite(chunk, closed=True) for chunk in closed]
+    if open_write:
+        writes.append(ChunkWrite(open_write, closed=False))
     return FlushPlan(
         writes=tuple(writes),
-        consumed=result.closed_message_count,
-        consumed_chars=sum(chunk_size(chunk) for chunk in result.closed),
-        open_count=len(open_chunk),
-        open_chars=chunk_size(open_chunk),
-        written_after=len(open_chunk) if (write_open or unchanged) else 0,
+        consumed=_count(closed),
+        consumed_chars=sum(chunk_size(chunk) for chunk in closed),
+        open_count=open_count,
+        open_chars=open_chars,
+        written_after=written_after,
     )

@@ -26,7 +26,7 @@ from shared.errors import (
     UnknownAgent,
     UpstreamUnavailable,
 )
-from shared.flush_plan import ChunkWrite, FlushPlan, plan_flush
+from shared.flush_plan import IMPORT_IDLE_SECONDS, ChunkWrite, FlushPlan, plan_flush
 from shared.format import ChunkContext, chunk_payload, chunk_text
 from shared.naming import point_id
 from shared.store import PointToWrite, Store
@@ -35,6 +35,9 @@ from workers.collections import CollectionGuard
 log = logging.getLogger(__name__)
 
 BLOCKED_RETRY_SECONDS = 60.0
+# A backlog (an outage, a large import) is worked off a slice per task, so one flush always
+# ends well inside its time limit; the rest of the conversation is due again at once.
+MAX_CLOSED_CHUNKS_PER_FLUSH = 32
 
 
 @dataclass
@@ -87,19 +90,44 @@ def _forced(meta: dict[str, str]) -> int:
     return int(meta.get("force") or "0")
 
 
-def _prepare(state: ConversationState, agents: Agents) -> _Work:
-    agent = agents.get(state.agent)
+def idle_seconds_of(agent: AgentConfig, meta: dict[str, str]) -> float:
+    """Imports have no idle timer of their own: their final flush writes the last chunk, and
+    an hour's safety net writes it for an import that died before that."""
+    return IMPORT_IDLE_SECONDS if meta.get("noidle") == "1" else agent.idle_flush_seconds
+
+
+def _prepare(state: ConversationState, deps: FlushDeps) -> _Work | None:
+    agent = deps.agents.get(state.agent)
     meta = state.meta
+    if state.inflight and not _take_back(deps, state, agent.collection_name):
+        return None
     quiet = time.time() - int(meta.get("last", "0")) / 1000
     plan = plan_flush(
         state.messages,
         agent.rules,
         written=int(meta.get("written", "0")),
         quiet_for_seconds=quiet,
-        idle_seconds=None if meta.get("noidle") == "1" else agent.idle_flush_seconds,
+        idle_seconds=idle_seconds_of(agent, meta),
         force=_forced(meta) > 0,
+        max_closed=MAX_CLOSED_CHUNKS_PER_FLUSH,
     )
     return _Work(state, agent, plan)
+
+
+def _take_back(deps: FlushDeps, state: ConversationState, collection: str) -> bool:
+    """An earlier flush of this conversation wrote points and never committed (it died, or a
+    delete overtook it): delete them before planning, since they may hold deleted messages.
+    Whatever they held that still counts is in the buffer and is written again."""
+    try:
+        deps.store.delete_points(collection, state.inflight)
+    except UpstreamUnavailable as exc:
+        log.warning("taking back %s waits: %s", state.claim.conversation, exc)
+        deps.buffers.release(state.claim, retry_in=compute_backoff(1), failed=True)
+        return False
+    deps.buffers.settle(state.claim)
+    state.meta.pop("inflight", None)
+    state.meta["written"] = "0"
+    return True
 
 
 def _retry(deps: FlushDeps, work: _Work, error: MemoryPoolError, report: FlushReport) -> None:
@@ -186,16 +214,18 @@ def _commit(deps: FlushDeps, item: _Work, report: FlushReport) -> None:
         consumed_chars=plan.consumed_chars + open_chars,
         open_count=plan.open_count,
         written=0 if item.open_dead else plan.written_after,
-        idle_seconds=item.agent.idle_flush_seconds,
+        idle_seconds=idle_seconds_of(item.agent, item.state.meta),
         wrote_points=bool(item.points),
         dead_letters=item.dead,
         forced=_forced(item.state.meta),
     )
     outcome = deps.buffers.commit(item.state, commit)
     if outcome == -1:
-        # Messages were deleted while this flush ran: what it wrote may hold them. Take its
-        # points back; the conversation is due again and the next flush writes what remains.
-        deps.store.delete_points(item.collection, [point.id for point in item.points])
+        # Messages were deleted while this flush ran: what it wrote may hold them. It still
+        # holds the lease, so nobody else writes these points while it takes them back.
+        item.state.meta["inflight"] = json.dumps([point.id for point in item.points])
+        if _take_back(deps, item.state, item.collection):
+            deps.buffers.release(item.state.claim, retry_in=0, failed=False)
         return
     if outcome == 1:
         report.conversations += 1
@@ -204,7 +234,7 @@ def _commit(deps: FlushDeps, item: _Work, report: FlushReport) -> None:
 
 
 def _still_ours(deps: FlushDeps, item: _Work) -> bool:
-    outcome = deps.buffers.renew(item.state)
+    outcome = deps.buffers.renew(item.state, [point.id for point in item.points])
     if outcome == -1:
         # Changed by a delete while embedding: flush it again from what is left.
         deps.buffers.release(item.state.claim, retry_in=0, failed=False)
@@ -220,11 +250,14 @@ def flush(claims: Sequence[Claim], deps: FlushDeps) -> FlushReport:
         if state is None:
             continue
         try:
-            work.append(_prepare(state, deps.agents))
+            prepared = _prepare(state, deps)
         except (UnknownAgent, InvalidAgentName) as exc:
             # The agents file changed under buffered messages: keep them, and say so loudly.
             log.error("conversation %s is held: %s", claim.conversation, exc)
             deps.buffers.release(claim, retry_in=BLOCKED_RETRY_SECONDS, failed=False)
+            continue
+        if prepared is not None:
+            work.append(prepared)
     idle = [item for item in work if not item.plan.writes]
     for item in idle:
         _commit(deps, item, report)

@@ -8,6 +8,7 @@ from api.deps import RuntimeDep, agent_for
 from api.ingest import check_limits, ingest
 from api.schemas import AGENT_ACCESS, SaveRequest, SaveResponse, error_docs
 from shared.buffers import ConversationSettings
+from shared.flush_plan import IMPORT_IDLE_SECONDS
 
 router = APIRouter()
 
@@ -29,7 +30,7 @@ async def save(body: SaveRequest, request: Request, runtime: RuntimeDep) -> Save
     conv = ConversationSettings(
         min_chars=agent.chunk_min_chars,
         gap_seconds=agent.chunk_gap_seconds,
-        idle_seconds=agent.idle_flush_seconds,
+        idle_seconds=IMPORT_IDLE_SECONDS if body.batch_import else agent.idle_flush_seconds,
         idle_timer=not body.batch_import,
     )
     counts = await request.app.state.saver.save(agent.name, result.incoming, conv)

@@ -33,7 +33,7 @@ from tests.support.redis_server import RedisServer
 
 EMBEDDING_DIMS = 128
 WORKERS = 3
-LEASE_SECONDS = 5
+LEASE_SECONDS = 11  # above twice the Qdrant timeout, as the settings require
 START_TIMEOUT_S = 30.0
 BASE_TS = 1_718_000_000_000
 CLI = Path(sys.executable).with_name("memory-pool")
@@ -309,7 +309,7 @@ def _subprocess_env(redis_url: str, qdrant_url: str, embedding_url: str, data: P
         MEMORY_POOL_SCHEDULER_INTERVAL="0.05",
         MEMORY_POOL_EMBEDDING_TIMEOUT="1",
         MEMORY_POOL_REDIS_TIMEOUT="2",
-        MEMORY_POOL_QDRANT_TIMEOUT="2",
+        MEMORY_POOL_QDRANT_TIMEOUT="5",
         MEMORY_POOL_DATA_DIR=str(data),
         PYTHONUNBUFFERED="1",
     )

@@ -164,3 +164,26 @@ def test_chunker_properties(specs: list[tuple[str, int, str]], cuts: list[int]) 
         assert text == "\n".join([lines[0], *[f"{m.speaker}: {m.text}" for m in by_time]])
     # However the same sequence arrived in batches, the chunks are the same.
     assert cut_in_batches(messages, cuts) == chunks
+
+
+# --- the flush plan --------------------------------------------------------------------
+
+from shared.flush_plan import plan_flush  # noqa: E402
+
+
+def test_a_flush_that_writes_nothing_keeps_what_the_stored_point_covers() -> None:
+    # [m1, m2] was written as the open chunk (written=2); m3 arrived, nothing closes yet.
+    messages = [msg("m1", "0123456789", speaker="Al"), msg("m2", "0123456789", speaker="Al"),
+                msg("m3", "is it?", speaker="Al")]  # fmt: skip
+    rules = ChunkRules(max_chars=200, min_chars=100, min_messages=2)
+    plan = plan_flush(messages, rules, written=2, quiet_for_seconds=0, idle_seconds=60,
+                      force=False)  # fmt: skip
+    assert plan.writes == () and plan.written_after == 2
+
+
+def test_a_backlog_is_flushed_a_slice_at_a_time() -> None:
+    messages = [msg(str(i), "0123456789", speaker="Al") for i in range(10)]  # 5 closed chunks
+    plan = plan_flush(messages, SMALL, written=0, quiet_for_seconds=999, idle_seconds=1,
+                      force=True, max_closed=2)  # fmt: skip
+    assert [[m.id for m in w.messages] for w in plan.writes] == [["0", "1"], ["2", "3"]]
+    assert (plan.consumed, plan.open_count, plan.written_after) == (4, 0, 0)

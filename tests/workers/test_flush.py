@@ -526,3 +526,139 @@ def test_an_agent_removed_from_the_agents_file_keeps_its_messages(world: World) 
     assert world.buffered(conversation) == ["g1", "g2"]
     assert world.due(conversation) >= before + BLOCKED_RETRY_SECONDS * 1000
     assert world.redis.get(keys.lease(conversation)) is None  # handed back, not left to expire
+
+
+# --- races with deletes and dead workers (each once lost or resurrected messages) ----------
+
+
+def stored_ids(world: World, collection: str = "mem_mythos") -> list[str]:
+    return sorted(m for payload, _ in world.points(collection).values()
+                  for m in payload["messageIdList"])  # fmt: skip
+
+
+def run_until_quiet(world: World) -> None:
+    """Let the write path settle: flush whatever becomes due, forcing open chunks out."""
+    world.runtime.buffers.force_flush("mythos")
+    for _ in range(6):
+        claims = world.claim_all()
+        if claims:
+            flush(claims, world.deps)
+
+
+def delete_message(world: World, message_id: str) -> None:
+    from api.deletes import DeleteScope, delete
+
+    delete(world.runtime, world.agent("mythos"), DeleteScope(message_id=message_id))
+
+
+def before_upsert(world: World, monkeypatch: pytest.MonkeyPatch, hook: Callable[[], None]) -> None:
+    real = world.runtime.store.upsert
+    pending = [hook]
+
+    def upsert(name: str, points: Sequence[Any]) -> None:
+        if pending:
+            pending.pop()()
+        real(name, points)
+
+    monkeypatch.setattr(world.runtime.store, "upsert", upsert)
+
+
+def test_a_delete_during_a_flush_keeps_the_rest_of_the_chunk(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conv = world.save("mythos", "c1", [message("A", "hello harbour", 1), message("B", "hi", 2)])
+    world.runtime.buffers.force_flush("mythos")
+    flush(world.claim_all(), world.deps)  # the open chunk [A, B] is stored, and stays open
+    world.save("mythos", "c1", [message("C", "x" * 480, 3)])  # closes the chunk [A, B, C]
+    before_upsert(world, monkeypatch, lambda: delete_message(world, "C"))
+    flush(world.claim_all(), world.deps)  # overtaken by the delete: takes its point back
+    run_until_quiet(world)
+    assert stored_ids(world) == ["A", "B"]
+    assert world.buffered(conv) == ["A", "B"] and world.meta(conv)["written"] == "2"
+
+
+def test_a_flush_that_wrote_nothing_does_not_let_a_delete_miss_the_open_chunk(
+    world: World,
+) -> None:
+    conv = world.save("mythos", "c1", [message("A", "hello harbour", 1), message("B", "hi", 2)])
+    world.runtime.buffers.force_flush("mythos")
+    flush(world.claim_all(), world.deps)  # [A, B] stored as the open chunk
+    world.save("mythos", "c1", [message("C", "and then?", 3)])
+    flush(world.claim_all(), world.deps)  # not idle: writes nothing, [A, B] is still stored
+    assert world.meta(conv)["written"] == "2"
+    delete_message(world, "B")  # the chunk [A, B] goes whole, A with it
+    run_until_quiet(world)
+    assert stored_ids(world) == ["C"]
+    assert world.redis.ttl(keys.seen("mythos", SOURCE, "A")) == -1  # tombstoned for good
+
+
+def test_a_worker_killed_after_its_upsert_is_taken_back_after_a_delete(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conv = world.save("mythos", "c1", [message("A", "hello harbour", 1), message("B", "hi", 2)])
+    world.runtime.buffers.force_flush("mythos")
+    flush(world.claim_all(), world.deps)
+    world.save("mythos", "c1", [message("C", "x" * 480, 3)])
+    real = world.runtime.store.upsert
+
+    def upsert_then_die(name: str, points: Sequence[Any]) -> None:
+        real(name, points)
+        raise KeyboardInterrupt  # the worker dies here: points written, no commit
+
+    monkeypatch.setattr(world.runtime.store, "upsert", upsert_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        flush(world.claim_all(), world.deps)
+    monkeypatch.setattr(world.runtime.store, "upsert", real)
+    assert stored_ids(world) == ["A", "B", "C"]
+    # The stored chunk holding C is [A, B, C]: it goes whole, as every chunk holding C does.
+    delete_message(world, "C")
+    world.redis.delete(keys.lease(conv))  # the dead worker's lease expires
+    run_until_quiet(world)
+    assert stored_ids(world) == []
+    assert world.buffered(conv) == []
+    ttls = [world.redis.ttl(keys.seen("mythos", SOURCE, m)) for m in "ABC"]
+    assert ttls == [-1, -1, -1]  # none of them is ever stored again
+
+
+def test_an_import_conversation_is_not_flushed_again_and_again(world: World) -> None:
+    config = world.agent("mythos")
+    ref = ConversationRef(agent="mythos", source="sillytavern", conversation_id="chat.jsonl")
+    conv_settings = ConversationSettings(
+        min_chars=config.chunk_min_chars, gap_seconds=config.chunk_gap_seconds,
+        idle_seconds=3600, idle_timer=False,
+    )  # fmt: skip
+    world.runtime.buffers.save("mythos", [IncomingMessage(ref, message("i1", "hello", 1))],
+                               conv_settings)  # fmt: skip
+    world.make_due()
+    flush(world.runtime.buffers.claim_due(10), world.deps)  # nothing to write yet
+    time.sleep(IDLE * 2)  # past the agent's idle timer, which imports do not have
+    assert world.runtime.buffers.claim_due(10) == []
+    assert world.due(ref.key) > time.time() * 1000 + 3000 * 1000
+
+
+@pytest.mark.parametrize("delete_first", [False, True], ids=["plain-kill", "delete-then-kill"])
+def test_a_dead_flush_is_taken_back_by_the_next_one(
+    world: World, monkeypatch: pytest.MonkeyPatch, delete_first: bool
+) -> None:
+    # X and Y make one closed chunk, written at once under X's id.
+    conv = world.save(
+        "mythos", "c1", [message("X", "hello harbour", 1), message("Y", "y" * 480, 2)]
+    )
+    real = world.runtime.store.upsert
+
+    def upsert_then_die(name: str, points: Sequence[Any]) -> None:
+        if delete_first:  # the delete finds no point holding X yet: then the worker writes one
+            delete_message(world, "X")
+        real(name, points)
+        raise KeyboardInterrupt  # and dies before its commit
+
+    monkeypatch.setattr(world.runtime.store, "upsert", upsert_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        flush(world.claim_all(), world.deps)
+    monkeypatch.setattr(world.runtime.store, "upsert", real)
+    assert stored_ids(world) == ["X", "Y"]
+    world.redis.delete(keys.lease(conv))  # the dead worker's lease expires
+    run_until_quiet(world)
+    # Without taking the dead flush's point back, X (deleted) would stay stored under its id.
+    assert stored_ids(world) == (["Y"] if delete_first else ["X", "Y"])
+    assert "inflight" not in world.meta(conv)
