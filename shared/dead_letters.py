@@ -11,19 +11,12 @@ import redis
 
 from shared import keys
 
-# Replays move entries here; a worker embeds and upserts them again.
-_TAKE = """
-local moved = 0
-local entries = redis.call('LRANGE', KEYS[1], 0, -1)
-for _, entry in ipairs(entries) do
-  local agent = cjson.decode(entry)['agent'] or ''
-  if ARGV[1] == '' or string.lower(agent) == ARGV[1] then
-    redis.call('LREM', KEYS[1], 1, entry)
-    redis.call('RPUSH', KEYS[2], entry)
-    moved = moved + 1
-  end
+_MOVE = """
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
+  redis.call('RPUSH', KEYS[2], ARGV[1])
+  return 1
 end
-return moved
+return 0
 """
 
 
@@ -54,7 +47,7 @@ class DeadLetters:
 
     def __init__(self, client: redis.Redis) -> None:
         self.redis = client
-        self._take = client.register_script(_TAKE)
+        self._move = client.register_script(_MOVE)
 
     def list(self, *, offset: int = 0, limit: int = 100) -> tuple[int, list[DeadLetter]]:
         pipe = self.redis.pipeline(transaction=False)
@@ -65,8 +58,15 @@ class DeadLetters:
 
     def queue_replay(self, agent: str | None = None) -> int:
         """Move dead letters (of one agent, or all) to the replay queue; returns how many."""
-        selector = agent.casefold() if agent else ""
-        return int(self._take(keys=[keys.DEAD_LETTERS, keys.REPLAY], args=[selector]))
+        wanted = agent.casefold() if agent else None
+        moved = 0
+        for raw in self.redis.lrange(keys.DEAD_LETTERS, 0, -1):
+            letter = DeadLetter.from_json(raw)
+            if wanted is not None and letter.agent.casefold() != wanted:
+                continue
+            # Moved only if still there: two replay requests never queue one letter twice.
+            moved += int(self._move(keys=[keys.DEAD_LETTERS, keys.REPLAY], args=[raw]))
+        return moved
 
     def remove_where(self, keep: Callable[[DeadLetter], bool]) -> int:
         """Drop dead letters (queued for replay or not) for which `keep` is False."""
