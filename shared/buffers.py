@@ -61,6 +61,9 @@ for g = 1, groups do
     -- A chunk may close now: flush at once; else wait for the conversation to go quiet.
     local target = now + idle_ms
     if chars >= min_chars or gap then target = now end
+    -- A conversation backing off (provider or Qdrant down) keeps its retry time.
+    local retry_at = tonumber(redis.call('HGET', meta, 'retry_at') or '0')
+    if target < retry_at then target = retry_at end
     local current = tonumber(redis.call('ZSCORE', due, member))
     if current == nil or current > now then redis.call('ZADD', due, target, member) end
   end
@@ -125,7 +128,7 @@ if consumed > 0 then
 end
 for d = 12, #ARGV do redis.call('RPUSH', KEYS[5], ARGV[d]) end
 redis.call('HSET', KEYS[2], 'written', written)
-redis.call('HDEL', KEYS[2], 'attempts', 'inflight')
+redis.call('HDEL', KEYS[2], 'attempts', 'inflight', 'retry_at')
 -- Only the force requests this flush saw are met; one made while it ran still stands.
 local forced = tonumber(ARGV[11])
 local force = tonumber(redis.call('HGET', KEYS[2], 'force') or '0')
@@ -156,7 +159,10 @@ return 1
 _RELEASE = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
-if ARGV[4] == '1' then redis.call('HINCRBY', KEYS[2], 'attempts', 1) end
+if ARGV[4] == '1' then
+  redis.call('HINCRBY', KEYS[2], 'attempts', 1)
+  redis.call('HSET', KEYS[2], 'retry_at', ARGV[2])
+end
 redis.call('DEL', KEYS[1])
 return 1
 """

@@ -69,6 +69,12 @@ class ModelMismatch(MemoryPoolError):
     code = "model_mismatch"
 
 
+class CollectionMissing(MemoryPoolError):
+    """A collection memory-pool had created is gone (deleted outside memory-pool)."""
+
+    code = "collection_missing"
+
+
 class UpstreamUnavailable(MemoryPoolError):
     """Redis, Qdrant or the embedding provider cannot be reached now; try again later."""
 

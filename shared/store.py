@@ -14,7 +14,12 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from shared.errors import DimensionMismatch, ModelMismatch, UpstreamUnavailable
+from shared.errors import (
+    CollectionMissing,
+    DimensionMismatch,
+    ModelMismatch,
+    UpstreamUnavailable,
+)
 from shared.format import RecallHit
 
 if TYPE_CHECKING:
@@ -180,8 +185,13 @@ class Store:
                 for p in points[start : start + UPSERT_BATCH]
             ]
             # one lock hold per batch, so a long import does not starve recall in local mode
-            with self._io() as client:
-                client.upsert(name, batch, wait=True)
+            try:
+                with self._io() as client:
+                    client.upsert(name, batch, wait=True)
+            except (UnexpectedResponse, ValueError) as e:
+                if _is_missing(e, name):
+                    raise CollectionMissing(f"collection {name!r} does not exist") from e
+                raise
 
     def query(
         self,

@@ -45,3 +45,8 @@ class CollectionGuard:
         self.redis.delete(keys.blocked(agent))
         with self._lock:
             self._ready.add(collection)
+
+    def forget(self, collection: str) -> None:
+        """The collection vanished (deleted outside memory-pool): create it again next time."""
+        with self._lock:
+            self._ready.discard(collection)

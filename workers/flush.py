@@ -18,6 +18,7 @@ from shared.backoff import compute_backoff
 from shared.buffers import Buffers, Claim, Commit, ConversationState
 from shared.embedder import Embedder
 from shared.errors import (
+    CollectionMissing,
     DimensionMismatch,
     InputRejected,
     InvalidAgentName,
@@ -198,6 +199,12 @@ def _upsert(deps: FlushDeps, work: list[_Work], report: FlushReport) -> list[_Wo
         try:
             if points:
                 deps.store.upsert(collection, points)
+        except CollectionMissing as exc:
+            # Deleted under us: the next flush creates it again and writes everything buffered.
+            deps.collections.forget(collection)
+            for item in items:
+                _retry(deps, item, exc, report)
+            continue
         except UpstreamUnavailable as exc:
             for item in items:
                 _retry(deps, item, exc, report)

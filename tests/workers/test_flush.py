@@ -662,3 +662,26 @@ def test_a_dead_flush_is_taken_back_by_the_next_one(
     # Without taking the dead flush's point back, X (deleted) would stay stored under its id.
     assert stored_ids(world) == (["Y"] if delete_first else ["X", "Y"])
     assert "inflight" not in world.meta(conv)
+
+
+def test_new_messages_do_not_cut_a_backoff_short(world: World, embeddings: EmbeddingServer) -> None:
+    conv = world.save("mythos", "c1", [message("b1", "x" * 300, 1), message("b2", "y" * 300, 2)])
+    embeddings.fail_next(429, retry_after=30)
+    assert flush(world.claim_all(), world.deps).retried == 1
+    retry_at = world.due(conv)
+    world.save("mythos", "c1", [message("b3", "z" * 600, 3)])  # a closable chunk: "due now"
+    assert world.due(conv) == retry_at  # still waits for the provider's Retry-After
+    assert world.runtime.buffers.claim_due(10) == []
+
+
+def test_a_collection_deleted_under_memory_pool_is_created_again(world: World) -> None:
+    world.save("mythos", "c1", [message("d1", "x" * 300, 1), message("d2", "y" * 300, 2)])
+    flush(world.claim_all(), world.deps)
+    assert stored_ids(world) == ["d1", "d2"]
+    world.runtime.store._client.delete_collection("mem_mythos")  # an operator's mistake
+    world.save("mythos", "c1", [message("d3", "x" * 300, 3), message("d4", "y" * 300, 4)])
+    report = flush(world.claim_all(), world.deps)
+    assert report.retried == 1 and report.chunks_written == 0
+    world.redis.zadd(keys.DUE, {k: 0 for k in world.redis.zrange(keys.DUE, 0, -1)})
+    flush(world.runtime.buffers.claim_due(10), world.deps)
+    assert stored_ids(world) == ["d3", "d4"]  # d1, d2 went with the collection itself
