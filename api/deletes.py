@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import redis
 from qdrant_client import models
 
+from api.known_ids import LACKING_ID_LIST
 from shared import keys
 from shared.agents import AgentConfig
 from shared.buffer_deletes import BufferDeletes, BufferScope
@@ -70,13 +71,8 @@ def _buffer_targets(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) ->
             ref = ConversationRef(agent.name, scope.source, scope.conversation_id, scope.channel_id)
             return [ref.key]
         prefix = ConversationRef(agent.name, scope.source).key.rsplit(":", 1)[0] + ":"
-        return [c for c in _conversations(runtime, agent) if c.startswith(prefix)]
-    return _conversations(runtime, agent)
-
-
-def _conversations(runtime: Runtime, agent: AgentConfig) -> list[str]:
-    members = runtime.redis.smembers(keys.conversations(agent.name))
-    return sorted(m.decode() if isinstance(m, bytes) else m for m in members)
+        return [c for c in runtime.buffers.conversations_of(agent.name) if c.startswith(prefix)]
+    return runtime.buffers.conversations_of(agent.name)
 
 
 def _buffer_scope(scope: DeleteScope) -> BufferScope:
@@ -92,10 +88,7 @@ def _doomed_points(runtime: Runtime, collection: str, scope: DeleteScope) -> dic
     found = dict(store.scroll_payloads(collection, query_filter=point_filter(scope)))
     if scope.message_id is not None:
         # st-qdrant-memory's points only have the comma-joined `messageIds`: read them all.
-        lacking_list = models.Filter(
-            must=[models.IsEmptyCondition(is_empty=models.PayloadField(key="messageIdList"))]
-        )
-        for point_id, payload in store.scroll_payloads(collection, query_filter=lacking_list):
+        for point_id, payload in store.scroll_payloads(collection, query_filter=LACKING_ID_LIST):
             if scope.message_id in message_ids_of(payload):
                 found[point_id] = payload
     return found
@@ -150,7 +143,9 @@ def delete(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> DeleteRe
         # of what already left the buffers is refused meanwhile.
         deletes.tombstone(agent.name, _tombstones(removed).items())
         doomed = _doomed_points(runtime, agent.collection_name, scope)
-        mates = _forget_chunk_mates(deletes, _conversations(runtime, agent), doomed, now_ms)
+        mates = _forget_chunk_mates(
+            deletes, runtime.buffers.conversations_of(agent.name), doomed, now_ms
+        )
         tombstones = _ids_by_source(doomed.values())
         for source, ids in _tombstones(mates).items():
             tombstones[source].update(ids)

@@ -24,7 +24,9 @@ def _redis_section(runtime: Runtime) -> dict[str, Any]:
             "due_conversations": int(client.zcard(keys.DUE)),
             "queued_tasks": int(client.llen(CELERY_QUEUE)),
             "dead_letters": int(client.llen(keys.DEAD_LETTERS)),
-            "buffered_messages": _buffered(client, agents),
+            "buffered_messages": runtime.buffers.buffered_messages(
+                [c for agent in agents for c in runtime.buffers.conversations_of(agent)]
+            ),
             "agents_seen": agents,
         }
     except redis.RedisError as exc:
@@ -33,17 +35,6 @@ def _redis_section(runtime: Runtime) -> dict[str, Any]:
 
 def _decode(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
-
-
-def _buffered(client: redis.Redis, agents: list[str]) -> int:
-    pipe = client.pipeline(transaction=False)
-    for agent in agents:
-        pipe.smembers(keys.conversations(agent))
-    conversations = [_decode(c) for members in pipe.execute() for c in members]
-    pipe = client.pipeline(transaction=False)
-    for conversation in conversations:
-        pipe.llen(keys.buffer(conversation))
-    return sum(int(n) for n in pipe.execute())
 
 
 def _embedding_section(runtime: Runtime) -> dict[str, Any]:

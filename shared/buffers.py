@@ -394,9 +394,20 @@ class Buffers:
         return int(self._release(keys=[lease, meta, keys.DUE], args=args)) == 1
 
     # --- operations --------------------------------------------------------------------
+    def conversations_of(self, agent: str) -> list[str]:
+        """The keys of every conversation an agent has buffered messages in (or once had)."""
+        return sorted(_decode(m) for m in self.redis.smembers(keys.conversations(agent)))
+
+    def buffered_messages(self, conversations: Sequence[str]) -> int:
+        """Messages waiting in these conversations' buffers, open chunks included."""
+        pipe = self.redis.pipeline(transaction=False)
+        for conversation in conversations:
+            pipe.llen(keys.buffer(conversation))
+        return sum(int(n) for n in pipe.execute())
+
     def force_flush(self, agent: str) -> list[str]:
         """Mark every conversation of an agent with buffered messages to be written now."""
-        members = [_decode(m) for m in self.redis.smembers(keys.conversations(agent))]
+        members = self.conversations_of(agent)
         self._force(
             keys=[keys.conversations(agent), keys.DUE],
             args=[_now_ms(), keys.meta(""), keys.buffer("")],

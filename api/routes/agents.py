@@ -83,19 +83,15 @@ def _stats(runtime: Runtime, agent: AgentConfig) -> StatsResponse:
     collection = agent.collection_name
     total = runtime.store.count(collection)
     by_source = runtime.store.facet_counts(collection, "source")
-    members = runtime.redis.smembers(keys.conversations(agent.name))
-    pipe = runtime.redis.pipeline(transaction=False)
-    for member in members:
-        pipe.llen(keys.buffer(member.decode() if isinstance(member, bytes) else member))
-    buffered = sum(int(n) for n in pipe.execute()) if members else 0
+    conversations = runtime.buffers.conversations_of(agent.name)
     last: Any = runtime.redis.hget(keys.agent_stats(agent.name), "last_write")
     return StatsResponse(
         collection=collection,
         points=total,
         points_by_source=by_source,
         points_without_source=total - sum(by_source.values()),
-        conversations=len(members),
-        buffered_messages=buffered,
+        conversations=len(conversations),
+        buffered_messages=runtime.buffers.buffered_messages(conversations),
         last_write=int(last) if last else None,
     )
 
