@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from api.errors import install_error_handlers
 from api.recall import QueryCache
 from api.routes import agents, dead_letters, operations, retrieve, save
+from shared.agent_names import AgentNames
 from shared.buffers import AsyncSaver
 from shared.runtime import Runtime, async_redis_client
 from shared.settings import Settings
@@ -28,6 +29,7 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
             async_redis_client(app.state.runtime.settings),
             dedupe_ttl_seconds=app.state.runtime.settings.dedupe_ttl_seconds,
         )
+        app.state.names = AgentNames(app.state.saver.redis, app.state.runtime.agents)
         try:
             yield
         finally:

@@ -66,13 +66,14 @@ def point_filter(scope: DeleteScope) -> models.Filter:
 
 def _buffer_targets(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> list[str]:
     """The conversations whose buffers a scope touches."""
+    collection = agent.collection_name
     if scope.source is not None and scope.message_id is None and scope.user_id is None:
         if scope.conversation_id is not None or scope.channel_id is not None:
-            ref = ConversationRef(agent.name, scope.source, scope.conversation_id, scope.channel_id)
+            ref = ConversationRef(collection, scope.source, scope.conversation_id, scope.channel_id)
             return [ref.key]
-        prefix = ConversationRef(agent.name, scope.source).key.rsplit(":", 1)[0] + ":"
-        return [c for c in runtime.buffers.conversations_of(agent.name) if c.startswith(prefix)]
-    return runtime.buffers.conversations_of(agent.name)
+        prefix = ConversationRef(collection, scope.source).key.rsplit(":", 1)[0] + ":"
+        return [c for c in runtime.buffers.conversations_of(collection) if c.startswith(prefix)]
+    return runtime.buffers.conversations_of(collection)
 
 
 def _buffer_scope(scope: DeleteScope) -> BufferScope:
@@ -141,15 +142,15 @@ def delete(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> DeleteRe
         )
         # Tombstones before Qdrant: if Qdrant fails now, a retry finds the rest, and a re-send
         # of what already left the buffers is refused meanwhile.
-        deletes.tombstone(agent.name, _tombstones(removed).items())
+        deletes.tombstone(agent.collection_name, _tombstones(removed).items())
         doomed = _doomed_points(runtime, agent.collection_name, scope)
         mates = _forget_chunk_mates(
-            deletes, runtime.buffers.conversations_of(agent.name), doomed, now_ms
+            deletes, runtime.buffers.conversations_of(agent.collection_name), doomed, now_ms
         )
         tombstones = _ids_by_source(doomed.values())
         for source, ids in _tombstones(mates).items():
             tombstones[source].update(ids)
-        deletes.tombstone(agent.name, tombstones.items())
+        deletes.tombstone(agent.collection_name, tombstones.items())
         runtime.store.delete_points(agent.collection_name, list(doomed))
         for source, ids in _tombstones(removed).items():
             tombstones[source].update(ids)
@@ -170,7 +171,7 @@ def _covers(
     letter: DeadLetter, agent: AgentConfig, scope: DeleteScope, gone: dict[str, set[str]]
 ) -> bool:
     """Whether a dead letter holds deleted messages; replaying it would bring them back."""
-    if letter.agent.casefold() != agent.name.casefold():
+    if letter.collection != agent.collection_name:
         return False
     payload = letter.payload
     source = str(payload.get("source", ""))

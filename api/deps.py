@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from api.auth import check_access
+from api.auth import check_global_access, resolve_agent
 from shared.agents import AgentConfig
 from shared.runtime import Runtime
 
@@ -23,9 +23,7 @@ RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 def agent_for(name: str, runtime: Runtime, request: Request) -> AgentConfig:
     """The agent a request names; 404 when unknown, 401/403 when its key is missing."""
-    agent = runtime.agents.get(name)
-    check_access(runtime.agents, name, request.headers)
-    return agent
+    return resolve_agent(runtime.agents, name, request.headers)
 
 
 async def get_agent(bot: str, runtime: RuntimeDep, request: Request) -> AgentConfig:
@@ -35,7 +33,7 @@ async def get_agent(bot: str, runtime: RuntimeDep, request: Request) -> AgentCon
 
 async def require_global_access(runtime: RuntimeDep, request: Request) -> None:
     """Endpoints spanning all agents need a key valid for every agent, once keys exist."""
-    check_access(runtime.agents, None, request.headers)
+    check_global_access(runtime.agents, request.headers)
 
 
 AgentDep = Annotated[AgentConfig, Depends(get_agent)]

@@ -16,21 +16,25 @@ def _redis_section(runtime: Runtime) -> dict[str, Any]:
     client = runtime.redis
     try:
         client.ping()
-        # The set holds names as clients spelled them; agents are case-insensitive.
-        spelled = sorted(_decode(a) for a in client.smembers(keys.AGENTS))
-        agents = list({name.casefold(): name for name in spelled}.values())
+        collections = seen_agents(runtime)
         return {
             "ok": True,
             "due_conversations": int(client.zcard(keys.DUE)),
             "queued_tasks": int(client.llen(CELERY_QUEUE)),
             "dead_letters": int(client.llen(keys.DEAD_LETTERS)),
             "buffered_messages": runtime.buffers.buffered_messages(
-                [c for agent in agents for c in runtime.buffers.conversations_of(agent)]
+                [c for coll in collections for c in runtime.buffers.conversations_of(coll)]
             ),
-            "agents_seen": agents,
+            "agents_seen": sorted(collections.values()),
         }
     except redis.RedisError as exc:
         return {"ok": False, "error": str(exc)}
+
+
+def seen_agents(runtime: Runtime) -> dict[str, str]:
+    """Every agent that ever stored a message: collection -> its canonical name."""
+    recorded = runtime.redis.hgetall(keys.NAMES)
+    return {_decode(coll): _decode(name) for coll, name in recorded.items()}
 
 
 def _decode(value: bytes | str) -> str:
@@ -48,11 +52,9 @@ def _embedding_section(runtime: Runtime) -> dict[str, Any]:
     return section
 
 
-def _agent_section(runtime: Runtime, name: str, dims: int | None) -> dict[str, Any]:
-    agent = runtime.agents.get(name)
-    collection = agent.collection_name
+def _agent_section(runtime: Runtime, collection: str, dims: int | None) -> dict[str, Any]:
     state = runtime.store.collection(collection)
-    blocked = runtime.redis.get(keys.blocked(agent.name))
+    blocked = runtime.redis.get(keys.blocked(collection))
     section: dict[str, Any] = {"collection": collection, "exists": state is not None}
     if state is not None:
         section.update(
@@ -70,13 +72,17 @@ def health_report(runtime: Runtime) -> dict[str, Any]:
     report: dict[str, Any] = {"redis": _redis_section(runtime)}
     report["qdrant"] = {"ok": runtime.store.ping(), "local": runtime.settings.qdrant_url is None}
     report["embedding"] = _embedding_section(runtime)
-    names = {agent.name.casefold(): agent.name for agent in runtime.agents.listed}
-    for seen in report["redis"].get("agents_seen", []):
-        names.setdefault(seen.casefold(), seen)
     dims = report["embedding"].get("dimensions")
     agents: dict[str, Any] = {}
     if report["qdrant"]["ok"] and report["redis"]["ok"]:
-        agents = {name: _agent_section(runtime, name, dims) for name in sorted(names.values())}
+        # One entry per collection: an agent is its collection, whatever its spellings.
+        names = {agent.collection_name: agent.name for agent in runtime.agents.listed}
+        for collection, name in seen_agents(runtime).items():
+            names.setdefault(collection, name)
+        agents = {
+            name: _agent_section(runtime, collection, dims)
+            for collection, name in sorted(names.items(), key=lambda item: item[1])
+        }
     report["agents"] = agents
     healthy = all(report[part]["ok"] for part in ("redis", "qdrant", "embedding"))
     blocked = any(section.get("blocked") for section in agents.values())

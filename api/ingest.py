@@ -68,7 +68,7 @@ def ingest(request: SaveRequest, agent: AgentConfig, source: str) -> Ingest:
             skipped += 1
             continue
         conversation = ConversationRef(
-            agent=agent.name,
+            collection=agent.collection_name,
             source=source,
             conversation_id=item.conversation_id,
             channel_id=item.channel_id,

@@ -104,11 +104,10 @@ class ApiKey(BaseModel):
     key: str = Field(min_length=16)
     agents: tuple[str, ...] | None = None
 
-    def allows(self, agent: str | None) -> bool:
-        """Whether this key opens an agent's endpoints (None: the endpoints of all agents)."""
-        if self.agents is None:
-            return True
-        return agent is not None and agent.casefold() in {a.casefold() for a in self.agents}
+    @property
+    def all_agents(self) -> bool:
+        """A key without `agents` is good for every agent and the endpoints spanning them."""
+        return self.agents is None
 
 
 class AgentsFile(BaseModel):
@@ -123,7 +122,8 @@ class AgentsFile(BaseModel):
 
 
 class Agents:
-    """Looks agents up by their request key (case-insensitive, as their collections are)."""
+    """Looks agents up by their request key. An agent is its collection: every spelling whose
+    collection is a listed agent's is that agent (its keys, require_key and settings)."""
 
     def __init__(
         self,
@@ -137,6 +137,8 @@ class Agents:
         self.defaults = defaults or AgentDefaults()
         self.api_keys = list(api_keys or [])
         self._by_key = {agent.name.casefold(): agent for agent in agents}
+        self._by_collection = {agent.collection_name: agent for agent in agents}
+        self._scopes = {key.name: self._collections_of(key) for key in self.api_keys}
 
     @property
     def listed(self) -> list[AgentConfig]:
@@ -147,12 +149,38 @@ class Agents:
         agent = self._by_key.get(name.casefold())
         if agent is not None:
             return agent
+        # Raises InvalidAgentName for a name that can become no collection.
+        collection = collection_name(name)
+        agent = self._by_collection.get(collection)
+        if agent is not None:
+            return agent
         if not self.accept_unlisted:
             raise UnknownAgent(f"unknown agent {name!r}: it is not in the agents file")
         try:
             return AgentConfig(name=name, **self.defaults.model_dump())
         except ValidationError as exc:
             raise InvalidAgentName(_first_message(exc)) from exc
+
+    def is_listed(self, agent: AgentConfig) -> bool:
+        return agent.collection_name in self._by_collection
+
+    def collection_of(self, name: str) -> str:
+        """The collection a name reaches, listed or not (unlisted agents refused or not)."""
+        agent = self._by_key.get(name.casefold())
+        return agent.collection_name if agent is not None else collection_name(name)
+
+    def key_allows(self, key: ApiKey, agent: AgentConfig | None) -> bool:
+        """Whether a key opens an agent's endpoints (None: the endpoints spanning all agents),
+        judged on the agent's collection, so no other spelling of a name escapes the scope."""
+        scope = self._scopes.get(key.name)
+        if scope is None:
+            return True
+        return agent is not None and agent.collection_name in scope
+
+    def _collections_of(self, key: ApiKey) -> frozenset[str] | None:
+        if key.agents is None:
+            return None
+        return frozenset(self.collection_of(name) for name in key.agents)
 
 
 def _first_message(exc: ValidationError) -> str:
@@ -186,6 +214,30 @@ def _agent(raw: Mapping[str, Any], index: int, defaults: AgentDefaults, path: Pa
         raise ConfigError(f"{path}: {where}: {_first_message(exc)}") from exc
 
 
+def _refuse_shared_collections(agents: list[AgentConfig], path: Path) -> None:
+    """Two entries reaching one collection would be one agent with two sets of rules (keys,
+    speakers, chunking): refuse the file instead of guessing which one wins."""
+    names: dict[str, int] = {}
+    collections: dict[str, int] = {}
+    for index, agent in enumerate(agents):
+        key = agent.name.casefold()
+        if key in names:
+            raise ConfigError(
+                f"{path}: agents[{index}].name: {agent.name!r} is listed twice "
+                f"(also agents[{names[key]}]; names are case-insensitive)"
+            )
+        collection = agent.collection_name
+        if collection in collections:
+            other = agents[collections[collection]].name
+            raise ConfigError(
+                f"{path}: agents[{index}]: {agent.name!r} and agents[{collections[collection]}] "
+                f"{other!r} both resolve to the collection {collection!r}; an agent is its "
+                f"collection, so list it once (or set a different `collection`)"
+            )
+        names[key] = index
+        collections[collection] = index
+
+
 def load_agents(path: Path | None) -> Agents:
     """Read and check the agents file once at start; no file means any agent name is accepted."""
     if path is None:
@@ -197,15 +249,7 @@ def load_agents(path: Path | None) -> Agents:
         error = exc.errors()[0]
         raise ConfigError(f"{path}: {_where(error['loc'])}: {_first_message(exc)}") from exc
     agents = [_agent(item, i, parsed.defaults, path) for i, item in enumerate(parsed.agents)]
-    seen: dict[str, int] = {}
-    for index, agent in enumerate(agents):
-        key = agent.name.casefold()
-        if key in seen:
-            raise ConfigError(
-                f"{path}: agents[{index}].name: {agent.name!r} is listed twice "
-                f"(also agents[{seen[key]}]; names are case-insensitive)"
-            )
-        seen[key] = index
+    _refuse_shared_collections(agents, path)
     return Agents(
         agents,
         accept_unlisted=parsed.accept_unlisted_agents,

@@ -82,10 +82,12 @@ class BufferDeletes:
             removed.extend((conversation, Message.from_json(raw)) for raw in result)
         return removed
 
-    def tombstone(self, agent: str, ids_by_source: Iterable[tuple[str, Iterable[str]]]) -> None:
+    def tombstone(
+        self, collection: str, ids_by_source: Iterable[tuple[str, Iterable[str]]]
+    ) -> None:
         """Deleted ids are never stored again: their dedupe markers lose their expiry."""
         pipe = self.redis.pipeline(transaction=False)
         for source, message_ids in ids_by_source:
             for message_id in message_ids:
-                pipe.set(keys.seen(agent, source, message_id), "deleted")
+                pipe.set(keys.seen(collection, source, message_id), "deleted")
         pipe.execute()

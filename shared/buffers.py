@@ -17,15 +17,16 @@ import redis
 import redis.asyncio
 
 from shared import keys
-from shared.conversations import ConversationRef
+from shared.conversations import ConversationRef, collection_of
 from shared.errors import AgentBlocked, UpstreamUnavailable
 from shared.messages import Message
 
 _SAVE = """
 local now, ttl, groups = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local collection = ARGV[4]
 local reason = redis.call('GET', KEYS[2])
 if reason then return {-1, reason} end
-local due, i, accepted, dups = KEYS[1], 4, 0, 0
+local due, i, accepted, dups = KEYS[1], 5, 0, 0
 for g = 1, groups do
   local meta, buf, convs, member = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3]
   local min_chars, gap_ms, idle_ms = tonumber(ARGV[i+9]), tonumber(ARGV[i+10]), tonumber(ARGV[i+11])
@@ -57,7 +58,8 @@ for g = 1, groups do
     redis.call('HSET', meta, 'last', now, 'newest', newest)
     local chars = redis.call('HINCRBY', meta, 'chars', added_size)
     redis.call('SADD', convs, member)
-    redis.call('SADD', KEYS[3], agent)
+    -- The first spelling that stores something names the agent (its canonical name).
+    redis.call('HSETNX', KEYS[3], collection, agent)
     -- A chunk may close now: flush at once; else wait for the conversation to go quiet.
     local target = now + idle_ms
     if chars >= min_chars or gap then target = now end
@@ -254,33 +256,43 @@ class Commit:
     forced: int = 0  # the force requests the flush saw (meta `force` when it began)
 
 
-def _group_args(key: str, items: list[IncomingMessage], conv: ConversationSettings) -> list[object]:
+def _group_args(
+    name: str, key: str, items: list[IncomingMessage], conv: ConversationSettings
+) -> list[object]:
     ref = items[0].conversation
     guild = next((item.guild_id for item in items if item.guild_id), None)
     args: list[object] = [
-        keys.meta(key), keys.buffer(key), keys.conversations(ref.agent), key,
-        ref.agent, ref.source, ref.conversation_id or "", ref.channel_id or "", guild or "",
+        keys.meta(key), keys.buffer(key), keys.conversations(ref.collection), key,
+        name, ref.source, ref.conversation_id or "", ref.channel_id or "", guild or "",
         conv.min_chars, int(conv.gap_seconds * 1000), int(conv.idle_seconds * 1000), len(items),
         "" if conv.idle_timer else "1",
     ]  # fmt: skip
     for item in items:
         message = item.message
-        seen = keys.seen(ref.agent, ref.source, message.id)
+        seen = keys.seen(ref.collection, ref.source, message.id)
         args.extend([seen, message.to_json(), message.size, message.ts])
     return args
 
 
+@dataclass(frozen=True, slots=True)
+class AgentRef:
+    """Whose messages a save carries: the agent's identity (its collection) and its name."""
+
+    name: str
+    collection: str
+
+
 def save_call(
-    agent: str, incoming: Sequence[IncomingMessage], conv: ConversationSettings, dedupe_ttl: int
+    agent: AgentRef, incoming: Sequence[IncomingMessage], conv: ConversationSettings, ttl: int
 ) -> tuple[list[str], list[object]]:
     """The save script's keys and arguments: the same for the sync and the async client."""
     groups: dict[str, list[IncomingMessage]] = {}
     for item in incoming:
         groups.setdefault(item.conversation.key, []).append(item)
-    args: list[object] = [_now_ms(), dedupe_ttl, len(groups)]
+    args: list[object] = [_now_ms(), ttl, len(groups), agent.collection]
     for key, items in groups.items():
-        args.extend(_group_args(key, items, conv))
-    return [keys.DUE, keys.blocked(agent), keys.AGENTS], args
+        args.extend(_group_args(agent.name, key, items, conv))
+    return [keys.DUE, keys.blocked(agent.collection), keys.NAMES], args
 
 
 def save_counts(result: Sequence[object]) -> SaveCounts:
@@ -317,7 +329,7 @@ class Buffers:
 
     # --- /save -------------------------------------------------------------------------
     def save(
-        self, agent: str, incoming: Sequence[IncomingMessage], conv: ConversationSettings
+        self, agent: AgentRef, incoming: Sequence[IncomingMessage], conv: ConversationSettings
     ) -> SaveCounts:
         """Buffer the messages not seen before, in one atomic step for the whole request."""
         script_keys, args = save_call(agent, incoming, conv, self.dedupe_ttl)
@@ -381,7 +393,7 @@ class Buffers:
             int(commit.idle_seconds * 1000), int(commit.wrote_points), commit.forced,
             *commit.dead_letters,
         ]  # fmt: skip
-        stats = keys.agent_stats(state.agent)
+        stats = keys.agent_stats(collection_of(conversation))
         return int(
             self._commit(keys=[lease, meta, buf, keys.DUE, keys.DEAD_LETTERS, stats], args=args)
         )
@@ -394,9 +406,9 @@ class Buffers:
         return int(self._release(keys=[lease, meta, keys.DUE], args=args)) == 1
 
     # --- operations --------------------------------------------------------------------
-    def conversations_of(self, agent: str) -> list[str]:
+    def conversations_of(self, collection: str) -> list[str]:
         """The keys of every conversation an agent has buffered messages in (or once had)."""
-        return sorted(_decode(m) for m in self.redis.smembers(keys.conversations(agent)))
+        return sorted(_decode(m) for m in self.redis.smembers(keys.conversations(collection)))
 
     def buffered_messages(self, conversations: Sequence[str]) -> int:
         """Messages waiting in these conversations' buffers, open chunks included."""
@@ -405,11 +417,11 @@ class Buffers:
             pipe.llen(keys.buffer(conversation))
         return sum(int(n) for n in pipe.execute())
 
-    def force_flush(self, agent: str) -> list[str]:
+    def force_flush(self, collection: str) -> list[str]:
         """Mark every conversation of an agent with buffered messages to be written now."""
-        members = self.conversations_of(agent)
+        members = self.conversations_of(collection)
         self._force(
-            keys=[keys.conversations(agent), keys.DUE],
+            keys=[keys.conversations(collection), keys.DUE],
             args=[_now_ms(), keys.meta(""), keys.buffer("")],
         )
         return members
@@ -438,7 +450,7 @@ class AsyncSaver:
         self._save = client.register_script(_SAVE)
 
     async def save(
-        self, agent: str, incoming: Sequence[IncomingMessage], conv: ConversationSettings
+        self, agent: AgentRef, incoming: Sequence[IncomingMessage], conv: ConversationSettings
     ) -> SaveCounts:
         script_keys, args = save_call(agent, incoming, conv, self.dedupe_ttl)
         try:

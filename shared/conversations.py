@@ -1,4 +1,4 @@
-"""What a conversation is: agent + source + conversation id, else channel, else the default."""
+"""What a conversation is: agent (its collection) + source + conversation id, else channel."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from shared.keys import agent_key, part
 
 @dataclass(frozen=True, slots=True)
 class ConversationRef:
-    """Identifies one conversation of one agent seen through one interface."""
+    """Identifies one conversation of one agent (its collection) seen through one interface."""
 
-    agent: str
+    collection: str
     source: str
     conversation_id: str | None = None
     channel_id: str | None = None
@@ -29,9 +29,14 @@ class ConversationRef:
     @property
     def key(self) -> str:
         """The conversation's name inside Redis keys and the due set."""
-        return f"{agent_key(self.agent)}:{part(self.source)}:{part(self.scope)}"
+        return f"{agent_key(self.collection)}:{part(self.source)}:{part(self.scope)}"
 
 
 def source_of(key: str) -> str:
     """The source part of a conversation key."""
     return unquote(key.split(":")[1])
+
+
+def collection_of(key: str) -> str:
+    """The agent part of a conversation key: its collection."""
+    return unquote(key.split(":")[0])

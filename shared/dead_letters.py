@@ -56,13 +56,12 @@ class DeadLetters:
         total, raw = pipe.execute()
         return int(total), [DeadLetter.from_json(entry) for entry in raw]
 
-    def queue_replay(self, agent: str | None = None) -> int:
-        """Move dead letters (of one agent, or all) to the replay queue; returns how many."""
-        wanted = agent.casefold() if agent else None
+    def queue_replay(self, collection: str | None = None) -> int:
+        """Move dead letters (of one agent's collection, or all) to the replay queue."""
         moved = 0
         for raw in self.redis.lrange(keys.DEAD_LETTERS, 0, -1):
             letter = DeadLetter.from_json(raw)
-            if wanted is not None and letter.agent.casefold() != wanted:
+            if collection is not None and letter.collection != collection:
                 continue
             # Moved only if still there: two replay requests never queue one letter twice.
             moved += int(self._move(keys=[keys.DEAD_LETTERS, keys.REPLAY], args=[raw]))

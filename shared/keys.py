@@ -10,7 +10,11 @@ DUE = f"{PREFIX}due"  # ZSET conversation -> Unix ms when it next needs a flush
 DEAD_LETTERS = f"{PREFIX}dead"  # LIST of JSON dead letters, oldest first
 REPLAY = f"{PREFIX}replay"  # LIST of dead letters queued for another try
 REPLAY_LOCK = f"{PREFIX}replay:lock"  # one replay at a time
-AGENTS = f"{PREFIX}agents"  # SET of agent keys that have ever buffered a message
+NAMES = f"{PREFIX}names"  # HASH collection -> the agent's canonical name (first spelling seen)
+SCHEMA = f"{PREFIX}schema"  # the layout version of everything under PREFIX (shared/redis_upgrade)
+UPGRADE_LOCK = f"{PREFIX}upgrade:lock"  # one process upgrades the layout at a time
+# Before layout 2: SET of agent names as clients spelled them (read only by the upgrade).
+LEGACY_AGENTS = f"{PREFIX}agents"
 
 
 def part(value: str) -> str:
@@ -20,14 +24,16 @@ def part(value: str) -> str:
     return quote(value, safe="")
 
 
-def agent_key(agent_name: str) -> str:
-    """Agents are looked up case-insensitively, so their state is keyed the same way."""
-    return part(agent_name.casefold())
+def agent_key(collection: str) -> str:
+    """An agent is its collection: every spelling of a name that reaches one collection shares
+    one dedupe, buffers, tombstones and stats (keyed by name, they could overwrite, read and
+    resurrect each other's memories)."""
+    return part(collection)
 
 
-def seen(agent: str, source: str, message_id: str) -> str:
+def seen(collection: str, source: str, message_id: str) -> str:
     """Dedupe marker of one message id: with an expiry when seen, without one when deleted."""
-    return f"{PREFIX}seen:{agent_key(agent)}:{part(source)}:{part(message_id)}"
+    return f"{PREFIX}seen:{agent_key(collection)}:{part(source)}:{part(message_id)}"
 
 
 def buffer(conversation: str) -> str:
@@ -45,16 +51,16 @@ def lease(conversation: str) -> str:
     return f"{PREFIX}lease:{conversation}"
 
 
-def conversations(agent: str) -> str:
+def conversations(collection: str) -> str:
     """SET of an agent's conversations (for flush-all, stats and deletes)."""
-    return f"{PREFIX}convs:{agent_key(agent)}"
+    return f"{PREFIX}convs:{agent_key(collection)}"
 
 
-def blocked(agent: str) -> str:
+def blocked(collection: str) -> str:
     """Why an agent's writes are held (collection of another size or model); absent when fine."""
-    return f"{PREFIX}blocked:{agent_key(agent)}"
+    return f"{PREFIX}blocked:{agent_key(collection)}"
 
 
-def agent_stats(agent: str) -> str:
+def agent_stats(collection: str) -> str:
     """HASH of per-agent counters such as the last write time."""
-    return f"{PREFIX}stats:{agent_key(agent)}"
+    return f"{PREFIX}stats:{agent_key(collection)}"

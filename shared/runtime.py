@@ -11,6 +11,7 @@ from shared.agents import Agents, load_agents
 from shared.buffers import Buffers
 from shared.dead_letters import DeadLetters
 from shared.embedder import Embedder, make_embedder
+from shared.redis_upgrade import upgrade_at_start
 from shared.settings import Settings
 from shared.store import Store
 
@@ -51,9 +52,13 @@ class Runtime:
     @classmethod
     def build(cls, settings: Settings, *, agents: Agents | None = None) -> Runtime:
         client = redis_client(settings)
+        agents = agents if agents is not None else load_agents(settings.config_path)
+        # Every process may be the first of a new version: state of an older one is re-keyed
+        # before anything reads it (one process does it, the others wait).
+        upgrade_at_start(client, agents)
         return cls(
             settings=settings,
-            agents=agents if agents is not None else load_agents(settings.config_path),
+            agents=agents,
             redis=client,
             buffers=Buffers(
                 client,

@@ -29,7 +29,7 @@ class CollectionGuard:
         self._ready: set[str] = set()
         self._lock = threading.Lock()
 
-    def ensure(self, agent: str, collection: str) -> None:
+    def ensure(self, collection: str) -> None:
         """Raise DimensionMismatch/ModelMismatch (after flagging the agent) or return when ready."""
         with self._lock:
             if collection in self._ready:
@@ -39,10 +39,10 @@ class CollectionGuard:
                 collection, size=self.embedder.dimensions(), model=self.embedder.model
             )
         except (DimensionMismatch, ModelMismatch) as exc:
-            log.error("writes for agent %r are held: %s", agent, exc)
-            self.redis.set(keys.blocked(agent), str(exc))
+            log.error("writes to collection %s are held: %s", collection, exc)
+            self.redis.set(keys.blocked(collection), str(exc))
             raise
-        self.redis.delete(keys.blocked(agent))
+        self.redis.delete(keys.blocked(collection))
         with self._lock:
             self._ready.add(collection)
 

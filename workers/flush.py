@@ -177,7 +177,7 @@ def _ready_for_writes(deps: FlushDeps, work: list[_Work], report: FlushReport) -
     ready = []
     for item in work:
         try:
-            deps.collections.ensure(item.agent.name, item.collection)
+            deps.collections.ensure(item.collection)
         except (DimensionMismatch, ModelMismatch):
             deps.buffers.release(item.state.claim, retry_in=BLOCKED_RETRY_SECONDS, failed=False)
             continue

@@ -27,13 +27,13 @@ class ReplayReport:
     dropped: int = 0
 
 
-def _deleted_since(client: redis.Redis, agent: str, payload: dict) -> bool:
+def _deleted_since(client: redis.Redis, collection: str, payload: dict) -> bool:
     """A message deleted after its chunk was dead-lettered must not come back through replay."""
     source = str(payload.get("source", ""))
     ids = payload.get("messageIdList") or []
     pipe = client.pipeline(transaction=False)
     for message_id in ids:
-        pipe.ttl(keys.seen(agent, source, str(message_id)))
+        pipe.ttl(keys.seen(collection, source, str(message_id)))
     return any(ttl == -1 for ttl in pipe.execute())  # a tombstone has no expiry
 
 
@@ -47,7 +47,7 @@ def _write(
     report: ReplayReport,
 ) -> None:
     for _, letter in live:
-        collections.ensure(letter.agent, letter.collection)
+        collections.ensure(letter.collection)
     vectors = embedder.embed([str(letter.payload["text"]) for _, letter in live])
     for (raw, letter), vector in zip(live, vectors, strict=True):
         if isinstance(vector, InputRejected):
@@ -77,7 +77,7 @@ def replay(
         entries = dead.peek_replays(BATCH)
         live = []
         for raw, letter in entries:
-            if _deleted_since(client, letter.agent, letter.payload):
+            if _deleted_since(client, letter.collection, letter.payload):
                 dead.done(raw)
                 report.dropped += 1
             else:

@@ -83,8 +83,8 @@ def _stats(runtime: Runtime, agent: AgentConfig) -> StatsResponse:
     collection = agent.collection_name
     total = runtime.store.count(collection)
     by_source = runtime.store.facet_counts(collection, "source")
-    conversations = runtime.buffers.conversations_of(agent.name)
-    last: Any = runtime.redis.hget(keys.agent_stats(agent.name), "last_write")
+    conversations = runtime.buffers.conversations_of(collection)
+    last: Any = runtime.redis.hget(keys.agent_stats(collection), "last_write")
     return StatsResponse(
         collection=collection,
         points=total,

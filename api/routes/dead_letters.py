@@ -74,8 +74,8 @@ async def replay_dead_letters(
     runtime: RuntimeDep, body: ReplayRequest | None = None
 ) -> ReplayResponse:
     """Try the dead letters again (for example after changing the model settings)."""
-    agent = body.bot if body else None
-    if agent is not None:
-        runtime.agents.get(agent)  # 404 for an unknown agent
-    queued = await run_in_threadpool(runtime.dead_letters.queue_replay, agent)
+    # An agent is its collection: its dead letters are those of its collection, whatever
+    # spelling wrote them (404 for an unknown agent).
+    collection = runtime.agents.get(body.bot).collection_name if body and body.bot else None
+    queued = await run_in_threadpool(runtime.dead_letters.queue_replay, collection)
     return ReplayResponse(queued=queued)

@@ -35,7 +35,7 @@ async def flush_agent(
     timeout: float = Query(30.0, gt=0, le=300, description="How long `wait` may take, seconds."),
 ) -> FlushResponse:
     """Write every open chunk of the agent now, without closing it."""
-    conversations = await run_in_threadpool(runtime.buffers.force_flush, agent.name)
+    conversations = await run_in_threadpool(runtime.buffers.force_flush, agent.collection_name)
     pending = await run_in_threadpool(runtime.buffers.unwritten, conversations)
     deadline = time.monotonic() + timeout
     while wait and pending and time.monotonic() < deadline:

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Request
 from api.deps import RuntimeDep, agent_for
 from api.ingest import check_limits, ingest
 from api.schemas import AGENT_ACCESS, SaveRequest, SaveResponse, error_docs
-from shared.buffers import ConversationSettings
+from shared.buffers import AgentRef, ConversationSettings
 from shared.flush_plan import IMPORT_IDLE_SECONDS
 
 router = APIRouter()
@@ -25,7 +25,7 @@ ERRORS = AGENT_ACCESS | error_docs(
 async def save(body: SaveRequest, request: Request, runtime: RuntimeDep) -> SaveResponse:
     """Buffer new messages; already seen ids count as duplicates, short ones as skipped."""
     check_limits(body, runtime.settings)
-    agent = agent_for(body.bot, runtime, request)
+    agent = await request.app.state.names.canonical(agent_for(body.bot, runtime, request))
     result = ingest(body, agent, body.source or runtime.settings.default_source)
     conv = ConversationSettings(
         min_chars=agent.chunk_min_chars,
@@ -33,7 +33,8 @@ async def save(body: SaveRequest, request: Request, runtime: RuntimeDep) -> Save
         idle_seconds=IMPORT_IDLE_SECONDS if body.batch_import else agent.idle_flush_seconds,
         idle_timer=not body.batch_import,
     )
-    counts = await request.app.state.saver.save(agent.name, result.incoming, conv)
+    who = AgentRef(name=agent.name, collection=agent.collection_name)
+    counts = await request.app.state.saver.save(who, result.incoming, conv)
     return SaveResponse(
         accepted=counts.accepted, duplicates=counts.duplicates, skipped=result.skipped
     )

@@ -99,7 +99,8 @@ def test_api_keys_in_the_agents_file(tmp_path: Path) -> None:
     )
     agents = load_agents(path)
     assert agents.get("mythos").require_key is True
-    assert agents.api_keys[0].allows("MYTHOS") and not agents.api_keys[0].allows("other")
+    key = agents.api_keys[0]
+    assert agents.key_allows(key, agents.get("MYTHOS")) and not agents.key_allows(key, None)
     path.write_text("api_keys:\n  - name: short\n    key: abc\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"api_keys\[0\]\.key: String should have at least 16"):
         load_agents(path)

@@ -18,6 +18,7 @@ from api.app import create_app
 from shared import keys
 from shared.agents import AgentConfig, Agents
 from shared.messages import Message
+from shared.naming import collection_name
 from shared.runtime import Runtime
 from tests.stack import stack_settings
 from tests.support.embedding_server import EmbeddingServer
@@ -29,7 +30,7 @@ DEDUPE_TTL = 30 * DAY
 TEXT = "the harbour lights were far away"
 
 # What a write leaves in Redis; a refused request must leave none of it.
-WRITE_PATTERNS = ("mp:buf:*", "mp:seen:*", "mp:conv:*", "mp:convs:*", "mp:due", "mp:agents")
+WRITE_PATTERNS = ("mp:buf:*", "mp:seen:*", "mp:conv:*", "mp:convs:*", "mp:due", "mp:names")
 
 MakeClient = Callable[..., TestClient]
 
@@ -86,7 +87,8 @@ def save(client: TestClient, body: dict[str, Any]) -> dict[str, int]:
 
 
 def conversation(agent: str, source: str, scope: str) -> str:
-    return f"{agent}:{keys.part(source)}:{keys.part(scope)}"
+    """A conversation key: an agent's state is keyed by its collection."""
+    return f"{keys.agent_key(collection_name(agent))}:{keys.part(source)}:{keys.part(scope)}"
 
 
 def buffered(r: redis.Redis, conv: str) -> list[Message]:
@@ -148,8 +150,10 @@ def test_discord_plugin_body_is_stored_unchanged(client: TestClient, r: redis.Re
         "mythos", "discord", "1240000000000000001", "1230000000000000001",
     )  # fmt: skip
     assert "guild" not in r.hgetall(keys.meta(dm))
-    assert r.exists(keys.seen("mythos", "discord", "1250000000000000001"))
-    assert not r.exists(keys.seen("mythos", "discord", "1250000000000000004"))  # skipped
+    assert r.exists(keys.seen(collection_name("mythos"), "discord", "1250000000000000001"))
+    assert not r.exists(
+        keys.seen(collection_name("mythos"), "discord", "1250000000000000004")
+    )  # skipped
 
 
 def test_second_host_self_messages_with_made_up_ids(client: TestClient, r: redis.Redis) -> None:
@@ -261,7 +265,7 @@ def test_empty_and_short_messages_are_skipped(client: TestClient, r: redis.Redis
     stored = all_buffered(r)[conversation("mythos", "discord", "default")]
     assert [(m.id, m.text) for m in stored] == [("f", "abcde"), ("g", "ab cd")]
     assert sorted(r.scan_iter("mp:seen:*")) == sorted(
-        keys.seen("mythos", "discord", mid) for mid in "fg"
+        keys.seen(collection_name("mythos"), "discord", mid) for mid in "fg"
     )
 
 
@@ -297,7 +301,7 @@ def test_source_is_the_body_s_else_the_configured_default(
     save(make_client(**overrides), body)
     assert list(all_buffered(r)) == [conversation("mythos", source, "chan=c1")]
     assert r.hget(keys.meta(conversation("mythos", source, "chan=c1")), "source") == source
-    assert write_keys(r).count(keys.seen("mythos", source, "m1")) == 1
+    assert write_keys(r).count(keys.seen(collection_name("mythos"), source, "m1")) == 1
 
 
 @pytest.mark.parametrize(
@@ -361,7 +365,7 @@ def test_resent_messages_are_duplicates(client: TestClient, r: redis.Redis) -> N
 
 
 def test_seeing_an_id_again_refreshes_its_expiry(client: TestClient, r: redis.Redis) -> None:
-    seen = keys.seen("mythos", "discord", "m1")
+    seen = keys.seen(collection_name("mythos"), "discord", "m1")
     save(client, {"bot": "mythos", "messages": [message("m1")]})
     assert DEDUPE_TTL - 5 <= r.ttl(seen) <= DEDUPE_TTL
     r.expire(seen, 100)
@@ -372,7 +376,7 @@ def test_seeing_an_id_again_refreshes_its_expiry(client: TestClient, r: redis.Re
 def test_dedupe_ttl_is_configurable(make_client: MakeClient, r: redis.Redis) -> None:
     client = make_client(MEMORY_POOL_DEDUPE_TTL_DAYS=2)
     save(client, {"bot": "mythos", "messages": [message("m1")]})
-    assert 2 * DAY - 5 <= r.ttl(keys.seen("mythos", "discord", "m1")) <= 2 * DAY
+    assert 2 * DAY - 5 <= r.ttl(keys.seen(collection_name("mythos"), "discord", "m1")) <= 2 * DAY
 
 
 def test_same_id_under_another_source_or_agent_is_new(client: TestClient, r: redis.Redis) -> None:
@@ -502,7 +506,7 @@ def test_unlisted_agents_when_accepted(make_client: MakeClient, r: redis.Redis) 
     assert response.status_code == 400
     assert response.json()["error"] == "invalid_agent_name"
     assert "'!!!'" in response.json()["detail"]
-    assert not r.exists(keys.seen("!!!", "discord", "m2"))
+    assert not list(r.scan_iter("mp:seen:*:m2"))
 
 
 @pytest.mark.parametrize("bot", ["mythos", "MYTHOS"])
@@ -510,14 +514,14 @@ def test_blocked_agent_is_refused_with_the_reason(
     client: TestClient, r: redis.Redis, bot: str
 ) -> None:
     reason = "collection mem_mythos holds 3072-dimension vectors; the model makes 128"
-    r.set(keys.blocked("mythos"), reason)
+    r.set(keys.blocked(collection_name("mythos")), reason)
     response = client.post("/save", json={"bot": bot, "messages": GOOD})
     assert response.status_code == 409
     assert response.json() == {"error": "agent_blocked", "detail": reason}
     assert write_keys(r) == []
     # Other agents are not held, and the agent is writable again once the flag goes.
     assert save(client, {"bot": "polaris", "messages": GOOD})["accepted"] == 2
-    r.delete(keys.blocked("mythos"))
+    r.delete(keys.blocked(collection_name("mythos")))
     assert save(client, {"bot": bot, "messages": GOOD})["accepted"] == 2
 
 
@@ -540,7 +544,7 @@ def test_redis_down_is_503_and_nothing_acknowledged(
                 check = redis.Redis.from_url(server.url, decode_responses=True)
                 try:
                     assert sorted(check.scan_iter("mp:seen:*")) == [
-                        keys.seen("mythos", "discord", "m1")
+                        keys.seen(collection_name("mythos"), "discord", "m1")
                     ]
                     default = conversation("mythos", "discord", "default")
                     assert [m.id for m in buffered(check, default)] == ["m1"]

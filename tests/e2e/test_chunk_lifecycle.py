@@ -12,7 +12,7 @@ import pytest
 from shared import keys
 from shared.agents import AgentConfig, Agents
 from shared.conversations import ConversationRef
-from shared.naming import point_id
+from shared.naming import collection_name, point_id
 from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
 
@@ -70,7 +70,7 @@ def wait_for(probe: Callable[[], T], done: Callable[[T], bool], timeout: float =
 
 
 def conversation_state(stack: Stack, bot: str) -> dict[str, Any]:
-    key = ConversationRef(agent=bot, source="discord", channel_id="c1").key
+    key = ConversationRef(collection_name(bot), source="discord", channel_id="c1").key
     client = stack.runtime.redis
     return {
         "buffered": client.llen(keys.buffer(key)),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from shared import keys
+from shared.naming import collection_name
 from tests.faults.conftest import Cluster, Conversations, assert_exactly_once, wait_until
 
 
@@ -57,7 +58,7 @@ def test_redis_killed_under_load_keeps_every_acknowledged_message(cluster: Clust
     client = cluster.api.app.state.runtime.redis
     pipe = client.pipeline(transaction=False)
     for message_id in sorted(acked_before_crash):
-        pipe.exists(keys.seen("redis_crash", "discord", message_id))
+        pipe.exists(keys.seen(collection_name("redis_crash"), "discord", message_id))
     assert all(pipe.execute())
 
     for _ in range(12):  # the plugin's windows re-send what was refused

@@ -144,3 +144,13 @@ def test_bad_file_names_file_key_and_problem(
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"nope\.yaml: cannot read the agents file"):
         load_agents(tmp_path / "nope.yaml")
+
+
+def test_two_agents_reaching_one_collection_are_refused(tmp_path: Path) -> None:
+    """An agent is its collection: `Dr. Smith` and `dr smith` would be one agent twice."""
+    path = tmp_path / "agents.yaml"
+    path.write_text("agents:\n  - name: Dr. Smith\n  - name: dr smith\n", encoding="utf-8")
+    with pytest.raises(
+        ConfigError, match=r"agents\[1\].*both resolve to the collection 'mem_dr_smith'"
+    ):
+        load_agents(path)

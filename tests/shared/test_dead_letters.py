@@ -1,4 +1,4 @@
-"""The dead-letter list in Redis: queueing for replay by agent, whatever the agent's script."""
+"""The dead-letter list in Redis: queueing for replay by agent (its collection), any spelling."""
 
 from __future__ import annotations
 
@@ -6,21 +6,23 @@ import redis
 
 from shared import keys
 from shared.dead_letters import DeadLetter, DeadLetters
+from shared.naming import collection_name
 
 
 def letter(agent: str, point: str) -> DeadLetter:
-    return DeadLetter(agent=agent, collection="mem_x", conversation="c", point_id=point,
+    collection = collection_name(agent)
+    return DeadLetter(agent=agent, collection=collection, conversation="c", point_id=point,
                       payload={"text": "t"}, reason="refused", at=1)  # fmt: skip
 
 
-def test_queue_replay_by_agent_matches_case_insensitively_beyond_ascii(redis_url: str) -> None:
+def test_queue_replay_by_agent_takes_every_spelling_of_its_collection(redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url)
     try:
         dead = DeadLetters(client)
         for agent, point in [("Élodie", "p1"), ("Mythos", "p2"), ("ÉLODIE", "p3")]:
             client.rpush(keys.DEAD_LETTERS, letter(agent, point).to_json())
-        assert dead.queue_replay("élodie") == 2
-        assert dead.queue_replay("élodie") == 0  # nothing is queued twice
+        assert dead.queue_replay(collection_name("élodie")) == 2
+        assert dead.queue_replay(collection_name("élodie")) == 0  # nothing is queued twice
         queued = [DeadLetter.from_json(raw).point_id for raw in client.lrange(keys.REPLAY, 0, -1)]
         assert queued == ["p1", "p3"]
         assert dead.list()[0] == 1

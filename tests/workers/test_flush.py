@@ -16,11 +16,11 @@ from qdrant_client import QdrantClient, models
 from api.app import create_app
 from shared import keys
 from shared.agents import AgentConfig, Agents
-from shared.buffers import Claim, ConversationSettings, IncomingMessage
+from shared.buffers import AgentRef, Claim, ConversationSettings, IncomingMessage
 from shared.conversations import ConversationRef
 from shared.format import chunk_text
 from shared.messages import Message
-from shared.naming import point_id
+from shared.naming import collection_name, point_id
 from shared.runtime import Runtime
 from shared.settings import Settings
 from tests.conftest import EMBEDDING_DIMS
@@ -57,14 +57,15 @@ class World:
     def save(self, agent: str, channel: str, messages: Sequence[Message]) -> str:
         """Buffer messages as /save does; returns the conversation key."""
         config = self.agent(agent)
-        ref = ConversationRef(agent=agent, source=SOURCE, channel_id=channel)
+        ref = ConversationRef(collection=config.collection_name, source=SOURCE, channel_id=channel)
         conv = ConversationSettings(
             min_chars=config.chunk_min_chars,
             gap_seconds=config.chunk_gap_seconds,
             idle_seconds=config.idle_flush_seconds,
         )
         incoming = [IncomingMessage(ref, m, guild_id="g1") for m in messages]
-        counts = self.runtime.buffers.save(agent, incoming, conv)
+        who = AgentRef(config.name, config.collection_name)
+        counts = self.runtime.buffers.save(who, incoming, conv)
         assert counts.accepted == len(messages)
         return ref.key
 
@@ -313,7 +314,7 @@ def test_writing_the_same_open_chunk_twice_keeps_one_point(world: World) -> None
     first = world.points("mem_mythos")
     # Lose the record of the write (a commit that never happened) and flush again.
     world.redis.hset(keys.meta(conv), "written", 0)
-    world.runtime.buffers.force_flush("mythos")
+    world.runtime.buffers.force_flush("mem_mythos")
     report = flush(world.runtime.buffers.claim_due(100), world.deps)
     assert report.chunks_written == 1
     assert_same_points(world.points("mem_mythos"), first)
@@ -371,9 +372,9 @@ def test_collection_of_another_size_holds_the_agent_and_not_the_others(
 
     _flush_blocked_and_healthy(world)
 
-    reason = world.redis.get(keys.blocked("mythos")).decode()
+    reason = world.redis.get(keys.blocked(collection_name("mythos"))).decode()
     assert "size 64" in reason and f"gives {EMBEDDING_DIMS}" in reason
-    assert world.redis.get(keys.blocked("polaris")) is None
+    assert world.redis.get(keys.blocked(collection_name("polaris"))) is None
     assert world.runtime.store.collection("mem_mythos").size == 64  # left as it was
     _assert_save_answers(world, settings, "mythos", 409)
     _assert_save_answers(world, settings, "polaris", 202)
@@ -386,7 +387,7 @@ def test_collection_of_another_model_holds_the_agent_until_fixed(
 
     blocked, _ = _flush_blocked_and_healthy(world)
 
-    reason = world.redis.get(keys.blocked("mythos")).decode()
+    reason = world.redis.get(keys.blocked(collection_name("mythos"))).decode()
     assert "other-model" in reason and "text-embedding-3-small" in reason
     _assert_save_answers(world, settings, "mythos", 409)
     assert world.buffered(blocked) == ["b0", "b1", "b2"]  # the refused /save added nothing
@@ -395,7 +396,7 @@ def test_collection_of_another_model_holds_the_agent_until_fixed(
     world.runtime.store._client.delete_collection("mem_mythos")
     report = flush(world.claim_all(), world.deps)
     assert report.chunks_written == 1
-    assert world.redis.get(keys.blocked("mythos")) is None
+    assert world.redis.get(keys.blocked(collection_name("mythos"))) is None
     assert list(world.points("mem_mythos")) == [point_id("mem_mythos", SOURCE, "b0")]
     assert world.buffered(blocked) == ["b2"]
 
@@ -468,7 +469,7 @@ def test_an_input_rejected_for_good_is_dead_lettered_and_the_rest_stored(
 def test_a_rejected_open_chunk_leaves_the_buffer(world: World, embeddings: EmbeddingServer) -> None:
     conv = world.save("mythos", "c1", [message("m1", "POISON in an open chunk", 1)])
     embeddings.reject_inputs_containing("POISON")
-    world.runtime.buffers.force_flush("mythos")
+    world.runtime.buffers.force_flush("mem_mythos")
     report = flush(world.runtime.buffers.claim_due(100), world.deps)
     assert (report.chunks_written, report.dead_letters) == (0, 1)
     letter = json.loads(world.redis.lindex(keys.DEAD_LETTERS, 0))
@@ -496,7 +497,7 @@ def test_a_force_flush_during_a_flush_is_not_lost(
 
     def begin_then_force(claim: Claim) -> Any:
         state = begin(claim)
-        buffers.force_flush("mythos")  # POST /agents/mythos/flush right after the read
+        buffers.force_flush("mem_mythos")  # POST /agents/mythos/flush right after the read
         return state
 
     monkeypatch.setattr(buffers, "begin", begin_then_force)
@@ -538,7 +539,7 @@ def stored_ids(world: World, collection: str = "mem_mythos") -> list[str]:
 
 def run_until_quiet(world: World) -> None:
     """Let the write path settle: flush whatever becomes due, forcing open chunks out."""
-    world.runtime.buffers.force_flush("mythos")
+    world.runtime.buffers.force_flush("mem_mythos")
     for _ in range(6):
         claims = world.claim_all()
         if claims:
@@ -567,7 +568,7 @@ def test_a_delete_during_a_flush_keeps_the_rest_of_the_chunk(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     conv = world.save("mythos", "c1", [message("A", "hello harbour", 1), message("B", "hi", 2)])
-    world.runtime.buffers.force_flush("mythos")
+    world.runtime.buffers.force_flush("mem_mythos")
     flush(world.claim_all(), world.deps)  # the open chunk [A, B] is stored, and stays open
     world.save("mythos", "c1", [message("C", "x" * 480, 3)])  # closes the chunk [A, B, C]
     before_upsert(world, monkeypatch, lambda: delete_message(world, "C"))
@@ -581,7 +582,7 @@ def test_a_flush_that_wrote_nothing_does_not_let_a_delete_miss_the_open_chunk(
     world: World,
 ) -> None:
     conv = world.save("mythos", "c1", [message("A", "hello harbour", 1), message("B", "hi", 2)])
-    world.runtime.buffers.force_flush("mythos")
+    world.runtime.buffers.force_flush("mem_mythos")
     flush(world.claim_all(), world.deps)  # [A, B] stored as the open chunk
     world.save("mythos", "c1", [message("C", "and then?", 3)])
     flush(world.claim_all(), world.deps)  # not idle: writes nothing, [A, B] is still stored
@@ -589,14 +590,16 @@ def test_a_flush_that_wrote_nothing_does_not_let_a_delete_miss_the_open_chunk(
     delete_message(world, "B")  # the chunk [A, B] goes whole, A with it
     run_until_quiet(world)
     assert stored_ids(world) == ["C"]
-    assert world.redis.ttl(keys.seen("mythos", SOURCE, "A")) == -1  # tombstoned for good
+    assert (
+        world.redis.ttl(keys.seen(collection_name("mythos"), SOURCE, "A")) == -1
+    )  # tombstoned for good
 
 
 def test_a_worker_killed_after_its_upsert_is_taken_back_after_a_delete(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     conv = world.save("mythos", "c1", [message("A", "hello harbour", 1), message("B", "hi", 2)])
-    world.runtime.buffers.force_flush("mythos")
+    world.runtime.buffers.force_flush("mem_mythos")
     flush(world.claim_all(), world.deps)
     world.save("mythos", "c1", [message("C", "x" * 480, 3)])
     real = world.runtime.store.upsert
@@ -616,19 +619,19 @@ def test_a_worker_killed_after_its_upsert_is_taken_back_after_a_delete(
     run_until_quiet(world)
     assert stored_ids(world) == []
     assert world.buffered(conv) == []
-    ttls = [world.redis.ttl(keys.seen("mythos", SOURCE, m)) for m in "ABC"]
+    ttls = [world.redis.ttl(keys.seen(collection_name("mythos"), SOURCE, m)) for m in "ABC"]
     assert ttls == [-1, -1, -1]  # none of them is ever stored again
 
 
 def test_an_import_conversation_is_not_flushed_again_and_again(world: World) -> None:
     config = world.agent("mythos")
-    ref = ConversationRef(agent="mythos", source="sillytavern", conversation_id="chat.jsonl")
+    ref = ConversationRef(config.collection_name, "sillytavern", conversation_id="chat.jsonl")
     conv_settings = ConversationSettings(
         min_chars=config.chunk_min_chars, gap_seconds=config.chunk_gap_seconds,
         idle_seconds=3600, idle_timer=False,
     )  # fmt: skip
-    world.runtime.buffers.save("mythos", [IncomingMessage(ref, message("i1", "hello", 1))],
-                               conv_settings)  # fmt: skip
+    first = [IncomingMessage(ref, message("i1", "hello", 1))]
+    world.runtime.buffers.save(AgentRef("mythos", "mem_mythos"), first, conv_settings)
     world.make_due()
     flush(world.runtime.buffers.claim_due(10), world.deps)  # nothing to write yet
     time.sleep(IDLE * 2)  # past the agent's idle timer, which imports do not have
