@@ -132,7 +132,7 @@ def stqm_timestamp(value: object) -> str | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        if not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):  # an int never overflows here
             return None
         if value > MS_THRESHOLD:
             return _js_number(value)
