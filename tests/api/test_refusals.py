@@ -60,7 +60,7 @@ def buffered(r: redis.Redis) -> list[Message]:
 def post_raw(client: TestClient, *raw_messages: str, bot: str = "mythos") -> Any:
     """POST /save with messages written as raw JSON text (for numbers and escapes that
     Python's own json.dumps would not write)."""
-    body = '{"bot": "%s", "messages": [%s]}' % (bot, ", ".join(raw_messages))
+    body = f'{{"bot": "{bot}", "messages": [{", ".join(raw_messages)}]}}'
     return client.post("/save", content=body.encode(), headers=JSON)
 
 
@@ -71,7 +71,7 @@ def raw_with(mid: str, field: str, raw_value: str) -> str:
     base = {"message_id": mid, "text": TEXT, "ts": BASE_TS}
     base.pop(field, None)
     inner = json.dumps(base)[1:-1]
-    return "{%s, %s: %s}" % (inner, json.dumps(field), raw_value)
+    return f"{{{inner}, {json.dumps(field)}: {raw_value}}}"
 
 
 # --- times: years 1970-9999 after the ms / seconds / ISO conversion ---------------------------
@@ -163,9 +163,7 @@ def test_an_unstorable_message_id_refuses_that_message_only(
         "x" * 256,
     ],
 )
-def test_every_id_real_clients_send_is_stored(
-    client: TestClient, r: redis.Redis, mid: str
-) -> None:
+def test_every_id_real_clients_send_is_stored(client: TestClient, r: redis.Redis, mid: str) -> None:
     answer = client.post("/save", json={"bot": "mythos", "messages": [message(mid)]})
     assert answer.json() == {"accepted": 1, "duplicates": 0, "skipped": 0}
     assert [m.id for m in buffered(r)] == [mid]
@@ -233,7 +231,9 @@ def test_lone_surrogates_in_text_and_names_become_replacement_characters(
     client: TestClient, r: redis.Redis
 ) -> None:
     # A 500 before, and the connection was dropped.
-    raw = '{"message_id": "m1", "ts": %d, "text": "broken \\ud800 text", "speaker_name": "A\\udfff"}'
+    raw = (
+        '{"message_id": "m1", "ts": %d, "text": "broken \\ud800 text", "speaker_name": "A\\udfff"}'
+    )
     response = post_raw(client, raw % BASE_TS)
     assert response.status_code == 202, response.text
     [kept] = buffered(r)
@@ -252,7 +252,11 @@ def test_nul_and_control_characters_leave_the_text(client: TestClient, r: redis.
 @pytest.mark.parametrize(
     ("body", "status", "code"),
     [
-        ({"bot": "mythos", "source": "s" * 65, "messages": [message("m1")]}, 422, "invalid_request"),
+        (
+            {"bot": "mythos", "source": "s" * 65, "messages": [message("m1")]},
+            422,
+            "invalid_request",
+        ),
         ({"bot": "mythos", "source": "irc\n", "messages": [message("m1")]}, 422, "invalid_request"),
         ({"bot": "b" * 1024, "messages": [message("m1")]}, 400, "invalid_agent_name"),
         ({"bot": "a" * 252, "messages": [message("m1")]}, 400, "invalid_agent_name"),
@@ -339,7 +343,7 @@ def test_retrieve_ignores_exclusion_ids_nothing_can_hold(client: TestClient) -> 
     ['"since": 1' + "0" * 400, '"until": -1' + "0" * 400, '"since": 1e400', '"until": "x"'],
 )
 def test_impossible_time_filters_are_422(client: TestClient, raw_field: str) -> None:
-    raw = '{"bot": "mythos", "query_text": "lighthouse", %s}' % raw_field
+    raw = f'{{"bot": "mythos", "query_text": "lighthouse", {raw_field}}}'
     response = client.post("/retrieve", content=raw.encode(), headers=JSON)
     assert response.status_code == 422, response.text
     assert is_error_shape(response.json())
