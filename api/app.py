@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from api.errors import install_error_handlers
+from api.middleware import BodyLimit, HostCheck, KeyCheck
 from api.recall import QueryCache
 from api.routes import agents, dead_letters, operations, retrieve, save
 from shared.agent_names import AgentNames
@@ -24,7 +25,11 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = runtime is None
         app.state.runtime = runtime or Runtime.build(settings)
-        app.state.query_cache = QueryCache(app.state.runtime.embedder)
+        app.state.query_cache = QueryCache(
+            app.state.runtime.embedder,
+            concurrency=app.state.runtime.settings.recall_concurrency,
+            wait=app.state.runtime.settings.recall_queue_seconds,
+        )
         app.state.saver = AsyncSaver(
             async_redis_client(app.state.runtime.settings),
             dedupe_ttl_seconds=app.state.runtime.settings.dedupe_ttl_seconds,
@@ -45,6 +50,10 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    # Outermost last: the host is checked first, then the key, then the body as it streams in.
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(KeyCheck)
+    app.add_middleware(HostCheck, allowed=settings.allowed_host_names)
     app.include_router(save.router)
     app.include_router(retrieve.router)
     app.include_router(operations.router)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+from http import HTTPStatus
 
 import redis
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 
 from shared.errors import (
     AgentBlocked,
@@ -23,6 +25,7 @@ from shared.errors import (
     UnknownAgent,
     UpstreamUnavailable,
 )
+from shared.ids import replace_surrogates
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +44,28 @@ STATUS = {
 }
 
 
+# Codes for the errors Starlette and FastAPI raise themselves (routing, body parsing).
+HTTP_CODES = {400: "invalid_json", 404: "not_found", 405: "method_not_allowed"}
+
+
 def error_body(code: str, detail: str) -> dict[str, str]:
-    return {"error": code, "detail": detail}
+    # A detail may quote input; lone surrogates in it could not be encoded as UTF-8.
+    return {"error": code, "detail": replace_surrogates(detail)}
+
+
+def _http_error(request: Request, exc: HTTPException) -> tuple[str, str]:
+    """Code and detail of an error Starlette or FastAPI raised before any route ran."""
+    status = exc.status_code
+    code = HTTP_CODES.get(status) or HTTPStatus(status).phrase.lower().replace(" ", "_")
+    if status == 404:
+        return code, f"no such endpoint: {request.method} {request.url.path}"
+    if status == 405:
+        return code, f"{request.method} is not allowed on {request.url.path}"
+    if status == 400 and exc.__cause__ is not None:
+        # FastAPI's "There was an error parsing the body": JSON that json.loads refused in a
+        # way other than a syntax error (bytes that are not UTF-8, a number of 5,000 digits).
+        return code, f"the request body is not valid JSON ({type(exc.__cause__).__name__})"
+    return code, str(exc.detail)
 
 
 def _status(exc: MemoryPoolError) -> int:
@@ -79,6 +102,13 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(MemoryPoolError)
     async def _memory_pool_error(_: Request, exc: MemoryPoolError) -> JSONResponse:
         return JSONResponse(error_body(exc.code, str(exc)), status_code=_status(exc))
+
+    @app.exception_handler(HTTPException)
+    async def _http(request: Request, exc: HTTPException) -> JSONResponse:
+        code, detail = _http_error(request, exc)
+        return JSONResponse(
+            error_body(code, detail), status_code=exc.status_code, headers=exc.headers
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -1,26 +1,38 @@
-"""Turns a /save body into buffered messages: speakers, timestamps, conversations, skips."""
+"""Turns a /save body into buffered messages: refusals, speakers, times, conversations, skips."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 
-from api.schemas import SaveMessage, SaveRequest
+from api.schemas import Refusal, SaveMessage, SaveRequest
 from shared.agents import AgentConfig
 from shared.buffers import IncomingMessage
 from shared.chunking import is_storable
 from shared.conversations import ConversationRef
 from shared.errors import RequestTooLarge
+from shared.ids import (
+    MAX_ID_CHARS,
+    clean_text,
+    id_problem,
+    message_id_problem,
+    one_line_name,
+    shown,
+)
 from shared.messages import Message
 from shared.naming import speaker_name
 from shared.settings import Settings
-from shared.timestamps import normalize_timestamp
+from shared.timestamps import UnstorableTime, storable_timestamp
+
+# The per-message ids besides message_id, checked by the same rule (shared/ids.py).
+OTHER_IDS = ("user_id", "discord_user_id", "channel_id", "guild_id", "conversation_id")
 
 
 @dataclass(frozen=True, slots=True)
 class Ingest:
     incoming: list[IncomingMessage]
     skipped: int
+    refusals: list[Refusal]
 
 
 def check_limits(request: SaveRequest, settings: Settings) -> None:
@@ -38,7 +50,28 @@ def check_limits(request: SaveRequest, settings: Settings) -> None:
         )
 
 
-def _message(item: SaveMessage, agent: AgentConfig, now_ms: int) -> Message:
+def _checked_time(index: int, item: SaveMessage, now_ms: int) -> int | Refusal:
+    """The message's timestamp when it can be stored; else why it cannot."""
+
+    def refused(field: str, problem: str) -> Refusal:
+        mid = shown(item.message_id, MAX_ID_CHARS)
+        return Refusal(index=index, message_id=mid, field=field, reason=f"{field} {problem}")
+
+    problem = message_id_problem(item.message_id)
+    if problem:
+        return refused("message_id", problem)
+    for field in OTHER_IDS:
+        value = getattr(item, field)
+        problem = id_problem(value) if value is not None else None
+        if problem:
+            return refused(field, problem)
+    try:
+        return storable_timestamp(item.ts, now_ms)
+    except UnstorableTime as exc:
+        return refused("ts", str(exc))
+
+
+def _message(item: SaveMessage, agent: AgentConfig, text: str, ts: int) -> Message:
     user_id = item.user_id or item.discord_user_id
     is_self = item.speaker_kind == "self"
     speaker = speaker_name(
@@ -46,12 +79,12 @@ def _message(item: SaveMessage, agent: AgentConfig, now_ms: int) -> Message:
         self_speaker=agent.speaker,
         speaker_aliases=agent.speaker_aliases,
         user_id=user_id,
-        given_name=item.speaker_name,
+        given_name=one_line_name(item.speaker_name) if item.speaker_name else None,
     )
     return Message(
         id=item.message_id,
-        text=(item.text or "").strip(),
-        ts=normalize_timestamp(item.ts, now_ms),
+        text=text.strip(),
+        ts=ts,
         speaker=speaker,
         user_id=user_id,
         is_self=is_self,
@@ -59,12 +92,20 @@ def _message(item: SaveMessage, agent: AgentConfig, now_ms: int) -> Message:
 
 
 def ingest(request: SaveRequest, agent: AgentConfig, source: str) -> Ingest:
-    """Resolve each storable message and its conversation; count the ones too short to keep."""
+    """Resolve each storable message and its conversation; count the ones too short to keep,
+    and refuse, one by one, the ones that cannot be stored."""
     now_ms = int(time.time() * 1000)
     rules = agent.rules
-    incoming, skipped = [], 0
-    for item in request.messages:
-        if not is_storable(item.text or "", rules):
+    incoming: list[IncomingMessage] = []
+    refusals: list[Refusal] = []
+    skipped = 0
+    for index, item in enumerate(request.messages):
+        ts = _checked_time(index, item, now_ms)
+        if isinstance(ts, Refusal):
+            refusals.append(ts)
+            continue
+        text = clean_text(item.text or "")
+        if not is_storable(text, rules):
             skipped += 1
             continue
         conversation = ConversationRef(
@@ -73,7 +114,6 @@ def ingest(request: SaveRequest, agent: AgentConfig, source: str) -> Ingest:
             conversation_id=item.conversation_id,
             channel_id=item.channel_id,
         )
-        incoming.append(
-            IncomingMessage(conversation, _message(item, agent, now_ms), guild_id=item.guild_id)
-        )
-    return Ingest(incoming, skipped)
+        message = _message(item, agent, text, ts)
+        incoming.append(IncomingMessage(conversation, message, guild_id=item.guild_id))
+    return Ingest(incoming, skipped, refusals)

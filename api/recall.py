@@ -11,7 +11,7 @@ from cachetools import TTLCache
 
 from shared.agents import AgentConfig
 from shared.embedder import Embedder
-from shared.errors import InputRejected
+from shared.errors import InputRejected, RecallTimeout
 from shared.format import RecallHit, recall_block
 from shared.recall_query import RecallFilters, recall_filter
 from shared.recall_rules import HitSelector
@@ -23,20 +23,50 @@ MIN_PAGE = 10  # st-qdrant-memory's own search size
 MAX_PAGES = 8  # a bound on over-fetching, however many hits are excluded
 
 
-class QueryCache:
-    """Query embeddings by text: clients often ask the same text again within seconds."""
+class RecallBusy(RecallTimeout):
+    """Every query-embedding slot stayed taken for the whole wait: answer now, without memories."""
 
-    def __init__(self, embedder: Embedder, *, size: int = 2048, ttl: float = 600.0) -> None:
+    code = "recall_busy"
+
+
+class QueryCache:
+    """Query embeddings by text: clients often ask the same text again within seconds.
+
+    At most `concurrency` queries are embedded at once. A recall abandoned at its timeout
+    still holds its slot until its embedding returns, so new queries wait at most `wait`
+    seconds for a slot and then fail fast, instead of piling up behind slow work.
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        size: int = 2048,
+        ttl: float = 600.0,
+        concurrency: int = 4,
+        wait: float = 1.0,
+    ) -> None:
         self.embedder = embedder
         self._cache: TTLCache[str, list[float]] = TTLCache(maxsize=size, ttl=ttl)
         self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(concurrency)
+        self._concurrency = concurrency
+        self._wait = wait
 
     def vector(self, text: str) -> list[float]:
         with self._lock:
             cached = self._cache.get(text)
         if cached is not None:
             return cached
-        (vector,) = self.embedder.embed([text])
+        if not self._slots.acquire(timeout=self._wait):
+            raise RecallBusy(
+                f"{self._concurrency} query embeddings are already running; answer without "
+                "memories (MEMORY_POOL_RECALL_CONCURRENCY)"
+            )
+        try:
+            (vector,) = self.embedder.embed([text])
+        finally:
+            self._slots.release()
         if isinstance(vector, InputRejected):
             raise vector
         with self._lock:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
+
+from shared.ids import MAX_ID_CHARS, MAX_SOURCE_CHARS, id_problem, message_id_problem
+from shared.timestamps import MAX_STORABLE_MS, MIN_STORABLE_MS
 
 Id = str
+MAX_EXCLUDED_IDS = 10_000  # the Discord plugin sends ~30
 
 
 def _id_to_str(value: object) -> object:
@@ -16,12 +21,52 @@ def _id_to_str(value: object) -> object:
     return value
 
 
+def _present(value: str) -> str:
+    # pydantic's own min_length would refuse a lone surrogate for the whole request; checked
+    # here, such an id reaches the per-message refusal like any other unstorable id.
+    if not value:
+        raise PydanticCustomError(
+            "string_too_short", "String should have at least 1 character", {"min_length": 1}
+        )
+    return value
+
+
+def _checked(problem: Any, field: str = "") -> Any:
+    """An AfterValidator refusing a value for which `problem(value)` names a reason."""
+
+    def check(value: str) -> str:
+        found = problem(value)
+        if found:
+            raise ValueError(f"{field or 'the value'} {found}")
+        return value
+
+    return AfterValidator(check)
+
+
+# Fields of requests that are refused whole when they break the id rules (shared/ids.py).
+StorableMessageId = Annotated[str, _checked(message_id_problem, "the message id")]
+StorableId = Annotated[str, _checked(id_problem, "the id")]
+Source = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_SOURCE_CHARS),
+    _checked(id_problem, "the source"),
+]
+FilterId = Annotated[str, Field(max_length=MAX_ID_CHARS), _checked(id_problem, "the id")]
+EpochMs = Annotated[int, Field(ge=MIN_STORABLE_MS, le=MAX_STORABLE_MS)]
+
+
 class SaveMessage(BaseModel):
-    """One message a client saw. Absent optional fields are normal; unknown ones are ignored."""
+    """One message a client saw. Absent optional fields are normal; unknown ones are ignored.
+
+    Ids and times are checked per message after parsing (api/ingest.py): a message that cannot
+    be stored is refused alone, inside the 202.
+    """
 
     model_config = ConfigDict(extra="ignore")
 
-    message_id: Id = Field(min_length=1, description="The platform's message id (dedupe key).")
+    message_id: Annotated[Id, AfterValidator(_present)] = Field(
+        json_schema_extra={"minLength": 1}, description="The platform's message id (dedupe key)."
+    )
     text: str | None = Field("", description="Raw message content; empty is counted as skipped.")
     ts: float | int | str | None = Field(
         None, description="Epoch ms (epoch seconds and ISO 8601 are converted); absent = now."
@@ -44,8 +89,8 @@ class SaveRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     bot: str = Field(min_length=1, description="The agent key; selects the collection.")
-    source: str | None = Field(
-        None, min_length=1, description='Which interface sends ("discord", "hermes", …).'
+    source: Source | None = Field(
+        None, description='Which interface sends ("discord", "hermes", …).'
     )
     messages: list[SaveMessage]
     batch_import: bool = Field(
@@ -54,10 +99,23 @@ class SaveRequest(BaseModel):
     )
 
 
+class Refusal(BaseModel):
+    index: int = Field(description="The message's position in `messages`.")
+    message_id: str = Field(description="Its id (shortened, and made encodable, if need be).")
+    field: str = Field(description="The field that cannot be stored.")
+    reason: str
+
+
 class SaveResponse(BaseModel):
+    """The three counts always; `refused` and `refusals` only when a message was refused."""
+
     accepted: int = Field(description="New messages buffered for chunking.")
     duplicates: int = Field(description="Messages already seen (by agent, source, message id).")
     skipped: int = Field(description="Empty or too short messages, not stored.")
+    refused: int = Field(0, description="Messages that cannot be stored, left out (refusals).")
+    refusals: list[Refusal] = Field(
+        default_factory=list, description="Why each refused message was left out."
+    )
 
 
 class ErrorResponse(BaseModel):
@@ -77,17 +135,27 @@ class RetrieveRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     bot: str = Field(min_length=1, description="The agent key; selects the collection.")
-    query_text: str = Field(description="The incoming message to find memories for.")
+    query_text: str = Field(
+        description="The incoming message to find memories for (MEMORY_POOL_MAX_QUERY_CHARS, "
+        "8,000 characters at most)."
+    )
     exclude_message_ids: list[Id] = Field(
-        default_factory=list, description="Ids already in the reader's context: never recalled."
+        default_factory=list,
+        max_length=MAX_EXCLUDED_IDS,
+        description="Ids already in the reader's context: never recalled (ids that cannot be "
+        "stored are ignored).",
     )
     limit: int = Field(5, ge=1, le=100, description="How many chunks at most.")
     score_threshold: float = Field(0.3, ge=-1, le=1, description="Lowest cosine score kept.")
-    source: str | None = Field(None, description='Only chunks from this interface ("discord").')
-    channel_id: Id | None = Field(None, description="Only chunks from this channel.")
-    guild_id: Id | None = Field(None, description="Only chunks from this guild.")
-    since: int | None = Field(None, description="Only chunks whose oldest message is at or after.")
-    until: int | None = Field(None, description="Only chunks whose oldest message is at or before.")
+    source: Source | None = Field(None, description='Only chunks from this interface ("discord").')
+    channel_id: FilterId | None = Field(None, description="Only chunks from this channel.")
+    guild_id: FilterId | None = Field(None, description="Only chunks from this guild.")
+    since: EpochMs | None = Field(
+        None, description="Only chunks whose oldest message is at or after."
+    )
+    until: EpochMs | None = Field(
+        None, description="Only chunks whose oldest message is at or before."
+    )
 
     _ids = field_validator("exclude_message_ids", mode="before")(
         lambda value: [_id_to_str(v) for v in value] if isinstance(value, list) else value
@@ -140,6 +208,12 @@ class AgentHealth(BaseModel):
     blocked: str | None = Field(None, description="Why writes are held, if they are.")
 
 
+class HealthStatus(BaseModel):
+    """What /health tells a caller without a key valid for every agent, once keys exist."""
+
+    status: Literal["ok", "degraded"]
+
+
 class HealthResponse(BaseModel):
     status: Literal["ok", "degraded"]
     redis: RedisHealth
@@ -158,7 +232,8 @@ def error_docs(**described: str) -> dict[int | str, dict[str, Any]]:
 
 # The statuses of every endpoint that names an agent.
 AGENT_ACCESS = error_docs(
-    e401="The agent requires an API key.",
+    e400="An agent name no collection can have (too long, or unwritable for Qdrant).",
+    e401="The agent requires an API key, or the API key is not valid.",
     e403="The API key is not for this agent.",
     e404="Unknown agent.",
 )

@@ -28,7 +28,7 @@ from shared.sillytavern import (
     parse_chat,
     user_speaker,
 )
-from shared.timestamps import MS_THRESHOLD
+from shared.timestamps import MAX_STORABLE_MS, MIN_STORABLE_MS, MS_THRESHOLD
 
 SOURCE = "sillytavern"
 BATCH_MESSAGES = 200  # per /save, well under the server's 500
@@ -38,10 +38,11 @@ FLUSH_TIMEOUT = 300.0  # the most one /flush call may wait
 FLUSH_ATTEMPTS = 4
 PREVIEW_CHUNKS = 3
 
-SYSTEM, SHORT, BAD_DATE, BAD_LINE, STORED = (
+SYSTEM, SHORT, BAD_DATE, BAD_LINE, STORED, REFUSED = (
     "system", "too short", "unparseable date", "unreadable line", "already stored",
+    "refused by the server",
 )  # fmt: skip
-REASONS = (SYSTEM, SHORT, BAD_DATE, BAD_LINE, STORED)
+REASONS = (SYSTEM, SHORT, BAD_DATE, BAD_LINE, STORED, REFUSED)
 
 Echo = Callable[[str], None]
 
@@ -133,10 +134,11 @@ def plan_chat(
         summary.messages += 1
         if message.is_system:
             summary.skipped[SYSTEM] += 1
-        elif message.ts is None:
+        elif message.ts is None or not MIN_STORABLE_MS <= message.ts <= MAX_STORABLE_MS:
             summary.skipped[BAD_DATE] += 1
+            why = "unparseable" if message.ts is None else "outside the years 1970-9999:"
             summary.problems.append(
-                f"{chat.name}:{message.line}: unparseable send_date {message.send_date!r}"
+                f"{chat.name}:{message.line}: {why} send_date {message.send_date!r}"
             )
         else:
             outgoing.append(
@@ -210,6 +212,14 @@ def _flush(client: MemoryPoolClient, bot: str) -> int:
     return pending
 
 
+def _count_refusals(counts: dict[str, Any], chat: str, summary: Summary) -> None:
+    """The server's per-message refusals (an older server never sends any)."""
+    summary.skipped[REFUSED] += int(counts.get("refused", 0))
+    for refusal in counts.get("refusals", []):
+        summary.problems.append(f"{chat}: message {refusal.get('message_id')!r}: "
+                                f"{refusal.get('reason')}")  # fmt: skip
+
+
 def run_import(
     client: MemoryPoolClient, bot: str, plans: list[PlannedChat], summary: Summary
 ) -> Summary:
@@ -225,6 +235,7 @@ def run_import(
                 summary.accepted += counts["accepted"]
                 summary.duplicates += counts["duplicates"]
                 summary.skipped[SHORT] += counts["skipped"]
+                _count_refusals(counts, plan.chat.name, summary)
                 bar.update(len(batch))
                 bar.set_postfix(accepted=summary.accepted, duplicates=summary.duplicates)
     summary.pending = _flush(client, bot)

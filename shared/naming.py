@@ -11,6 +11,14 @@ from shared.errors import InvalidAgentName
 COLLECTION_BASE = "mem"
 DEFAULT_USER_SPEAKER = "User"
 
+# Qdrant refuses collection names over 255 characters or with any of these characters; each
+# collection is a folder on disk, so 255 bytes (UTF-8) is the file system's limit as well.
+MAX_COLLECTION_CHARS = 255
+_QDRANT_REFUSED = frozenset('<>:"/\\|?*\x00\x1f')
+# An agent name is a key in requests, Redis and /health: one line of valid Unicode.
+MAX_AGENT_NAME_CHARS = 255
+_UNWRITABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
 # st-qdrant-memory's rule: lower-case, anything outside [a-z0-9_-] becomes "_", runs of "_" collapse
 # to one, and one leading and one trailing "_" go.
 _OUTSIDE_ALLOWED = re.compile(r"[^a-z0-9_-]")
@@ -27,9 +35,48 @@ def sanitize_agent_name(name: str) -> str:
     return cleaned.removesuffix("_")
 
 
+def _shown(name: str) -> str:
+    return repr(name if len(name) <= 64 else name[:64] + "…")
+
+
+def collection_problem(collection: str) -> str | None:
+    """Why Qdrant (server or local mode) could not create or write this collection, or None."""
+    if not collection:
+        return "is empty"
+    size = len(collection.encode("utf-8", "surrogatepass"))
+    if len(collection) > MAX_COLLECTION_CHARS or size > MAX_COLLECTION_CHARS:
+        return f"is {size} bytes long; Qdrant allows {MAX_COLLECTION_CHARS}"
+    refused = sorted({c for c in collection if c in _QDRANT_REFUSED})
+    if refused:
+        return f"contains {''.join(refused)!r}, which Qdrant refuses in collection names"
+    if _UNWRITABLE.search(collection) or collection.strip() in ("", ".", ".."):
+        return "is not a usable folder name (control characters, dots only, or blank)"
+    return None
+
+
+def _check_agent_name(agent_name: str) -> None:
+    if len(agent_name) > MAX_AGENT_NAME_CHARS:
+        raise InvalidAgentName(
+            f"agent name {_shown(agent_name)} is {len(agent_name)} characters long; "
+            f"the limit is {MAX_AGENT_NAME_CHARS}"
+        )
+    if _UNWRITABLE.search(agent_name):
+        raise InvalidAgentName(
+            f"agent name {_shown(agent_name)} contains control characters or lone surrogates"
+        )
+
+
 def collection_name(agent_name: str, collection: str | None = None) -> str:
-    """The Qdrant collection of an agent: the configured one, else st-qdrant-memory's name."""
+    """The Qdrant collection of an agent: the configured one, else st-qdrant-memory's name.
+
+    Raises InvalidAgentName for a name or collection that Qdrant could never write, so such
+    an agent is refused at the door instead of blocking flushes later.
+    """
+    _check_agent_name(agent_name)
     if collection:
+        problem = collection_problem(collection)
+        if problem:
+            raise InvalidAgentName(f"collection {_shown(collection)} {problem}")
         return collection
     sanitized = sanitize_agent_name(agent_name)
     if not sanitized:
@@ -37,7 +84,13 @@ def collection_name(agent_name: str, collection: str | None = None) -> str:
             f"agent name {agent_name!r} has no letters or digits in [a-z0-9_-], so it would "
             f"become the collection {COLLECTION_BASE + '_'!r}; set `collection` for this agent"
         )
-    return f"{COLLECTION_BASE}_{sanitized}"
+    name = f"{COLLECTION_BASE}_{sanitized}"
+    if len(name) > MAX_COLLECTION_CHARS:
+        raise InvalidAgentName(
+            f"agent name {_shown(agent_name)} would become a collection name of {len(name)} "
+            f"characters; Qdrant allows {MAX_COLLECTION_CHARS}: use a shorter name"
+        )
+    return name
 
 
 def speaker_name(

@@ -67,10 +67,30 @@ class Settings(BaseSettings):
     )
     dedupe_ttl_days: float = Field(30, gt=0, validation_alias=_env("MEMORY_POOL_DEDUPE_TTL_DAYS"))
 
+    # --- every request ------------------------------------------------------------------------
+    # Enforced while the body streams in (api/limits.py): 413 before reading past it. Room for
+    # MEMORY_POOL_MAX_CHARS of text even when every character is sent as a \uXXXX escape.
+    max_body_bytes: int = Field(
+        8 * 1024 * 1024, ge=1024, validation_alias=_env("MEMORY_POOL_MAX_BODY_BYTES")
+    )
+    # Host names a request may address (DNS rebinding): comma-separated, "*" for any. Unset:
+    # the loopback names on a loopback connection (`memory-pool serve`'s default bind), any
+    # host otherwise.
+    allowed_hosts: str | None = Field(None, validation_alias=_env("MEMORY_POOL_ALLOWED_HOSTS"))
+
     # --- /retrieve --------------------------------------------------------------------------
     # Below the Discord plugin's 3.5 s budget, so a slow recall answers 503 before it gives up.
     recall_timeout_seconds: float = Field(
         3.0, gt=0, validation_alias=_env("MEMORY_POOL_RECALL_TIMEOUT")
+    )
+    max_query_chars: int = Field(8000, ge=1, validation_alias=_env("MEMORY_POOL_MAX_QUERY_CHARS"))
+    # Query embeddings at once; a recall that cannot get a slot within the wait answers 503
+    # instead of queueing behind slow ones (cached queries need no slot).
+    recall_concurrency: int = Field(
+        4, ge=1, validation_alias=_env("MEMORY_POOL_RECALL_CONCURRENCY")
+    )
+    recall_queue_seconds: float = Field(
+        1.0, ge=0, validation_alias=_env("MEMORY_POOL_RECALL_QUEUE_SECONDS")
     )
 
     # --- workers ---------------------------------------------------------------------------
@@ -112,6 +132,13 @@ class Settings(BaseSettings):
                 OPENAI_DEFAULT_MODEL if self.embedding_provider == "openai" else LOCAL_DEFAULT_MODEL
             )
         return self
+
+    @property
+    def allowed_host_names(self) -> frozenset[str] | None:
+        """The allowed hosts, lower-cased ("*" among them allows any); None when unset."""
+        if self.allowed_hosts is None:
+            return None
+        return frozenset(h.strip().lower() for h in self.allowed_hosts.split(",") if h.strip())
 
     @property
     def dedupe_ttl_seconds(self) -> int:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from shared.ids import storable_id
 from shared.naming import DEFAULT_USER_SPEAKER
 from shared.timestamps import (
     MS_THRESHOLD,
@@ -132,7 +133,7 @@ def stqm_timestamp(value: object) -> str | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        if not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):  # an int never overflows here
             return None
         if value > MS_THRESHOLD:
             return _js_number(value)
@@ -268,8 +269,13 @@ def id_character(header: ChatHeader, self_speaker: str) -> str:
 
 def message_id(chat: ChatFile, message: ChatMessage, character: str) -> str:
     """st-qdrant-memory's `<character>_<ms>_<index>` where its timestamp is reproducible, so
-    chats it already indexed are recognised; else a stable `st:<file>:<line>`."""
+    chats it already indexed are recognised; else a stable `st:<file>:<line>`.
+
+    A character or file name that would make the id unstorable (a comma, control characters,
+    over 256 characters) is escaped or hashed (shared/ids.py::storable_id). st-qdrant-memory
+    splits its `messageIds` on commas, so it never matched such an id itself.
+    """
     stamp = stqm_timestamp(message.send_date)
     if stamp is not None:
-        return f"{character}_{stamp}_{message.index}"
-    return f"st:{chat.name}:{message.line}"
+        return storable_id(f"{character}_{stamp}_{message.index}")
+    return storable_id(f"st:{chat.name}:{message.line}")

@@ -1,4 +1,5 @@
-"""Message times to Unix ms, the way st-qdrant-memory's normalizeTimestamp reads them."""
+"""Message times to Unix ms, the way st-qdrant-memory's normalizeTimestamp reads them, and the
+range of times memory-pool stores."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ SECONDS_THRESHOLD = 1_000_000_000  # between the two: epoch seconds
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ONE_MS = timedelta(milliseconds=1)
+MS_PER_YEAR = 31_556_952_000  # a Gregorian year's average, exact in ms
+
+
+class UnstorableTime(ValueError):
+    """A message time that reads as an instant outside the years memory-pool stores."""
 
 
 def epoch_ms(moment: datetime) -> int:
@@ -19,7 +25,8 @@ def epoch_ms(moment: datetime) -> int:
 
 def from_number(value: float) -> int | None:
     """st-qdrant-memory's number rule: above 1e12 is ms, between 1e9 and 1e12 is seconds."""
-    if not math.isfinite(value):
+    # An int is always finite; math.isfinite would overflow on one of 400 digits.
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     if value > MS_THRESHOLD:
         return int(value)
@@ -57,3 +64,30 @@ def normalize_timestamp(value: object, now_ms: int) -> int:
         except ValueError:
             found = from_iso(text)
     return now_ms if found is None else found
+
+
+# Years 1970 to 9999: what a chunk's `[YYYY-MM-DD]` date and every reader's date code can show.
+MIN_STORABLE_MS = 0
+MAX_STORABLE_MS = epoch_ms(datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC))
+
+
+def storable_timestamp(value: object, now_ms: int) -> int:
+    """normalize_timestamp for a message to store: raises UnstorableTime for a number that is
+    not finite, or an instant (after the ms/seconds/ISO conversion) outside years 1970-9999.
+
+    Strings keep the extension's rule (unreadable is "now"); a JSON number like 1e400 (read as
+    infinity) is no instant at all.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UnstorableTime("is not a finite number")
+    found = normalize_timestamp(value, now_ms)
+    if found < MIN_STORABLE_MS:
+        raise UnstorableTime("is before 1970; storable times are the years 1970 to 9999")
+    if found > MAX_STORABLE_MS:
+        # Integers only: a float would overflow on 10**400.
+        years = (found + MS_PER_YEAR // 2) // MS_PER_YEAR
+        about = f"about the year {1970 + years}" if years < 10**9 else "beyond the year 10^9"
+        raise UnstorableTime(
+            f"reads as a time after 9999 ({about}); storable times are the years 1970 to 9999"
+        )
+    return found

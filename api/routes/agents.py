@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from api.deletes import DeleteScope, delete
 from api.deps import AgentDep, RuntimeDep
 from api.known_ids import known_ids
-from api.schemas import AGENT_ACCESS
+from api.schemas import AGENT_ACCESS, Source, StorableId, StorableMessageId
 from shared import keys
 from shared.agents import AgentConfig
 from shared.runtime import Runtime
@@ -24,11 +24,17 @@ class DeleteRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    source: str | None = Field(None, min_length=1, description="Every point from this interface.")
-    channel_id: str | None = Field(None, min_length=1, description="With source: one channel.")
-    conversation_id: str | None = Field(None, min_length=1, description="With source: one.")
-    message_id: str | None = Field(None, min_length=1, description="Every chunk holding it.")
-    user_id: str | None = Field(None, min_length=1, description="Every chunk they speak in.")
+    # The id rules of /save (shared/ids.py): an id that can never be stored is a 422, not a
+    # tombstone that would block a different, storable id.
+    source: Source | None = Field(None, description="Every point from this interface.")
+    channel_id: StorableId | None = Field(
+        None, min_length=1, description="With source: one channel."
+    )
+    conversation_id: StorableId | None = Field(None, min_length=1, description="With source: one.")
+    message_id: StorableMessageId | None = Field(
+        None, min_length=1, description="Every chunk holding it."
+    )
+    user_id: StorableId | None = Field(None, min_length=1, description="Every chunk they speak in.")
 
     @model_validator(mode="after")
     def _one_scope(self) -> DeleteRequest:
@@ -60,7 +66,7 @@ class DeleteResponse(BaseModel):
 
 
 class KnownIdsRequest(BaseModel):
-    message_ids: list[str] = Field(max_length=100_000)
+    message_ids: list[StorableMessageId] = Field(max_length=100_000)
 
 
 class KnownIdsResponse(BaseModel):

@@ -9,6 +9,8 @@ from starlette.concurrency import run_in_threadpool
 from api.deps import GlobalAccess, RuntimeDep
 from api.schemas import ErrorResponse
 
+MAX_OFFSET = 1_000_000_000
+
 router = APIRouter(
     dependencies=[GlobalAccess],
     responses={
@@ -44,7 +46,8 @@ class ReplayResponse(BaseModel):
 @router.get("/dead-letters", response_model=DeadLetterList)
 async def list_dead_letters(
     runtime: RuntimeDep,
-    offset: int = Query(0, ge=0),
+    # Redis takes 64-bit offsets; a billion is far past any real list and leaves room.
+    offset: int = Query(0, ge=0, le=MAX_OFFSET),
     limit: int = Query(100, ge=1, le=1000),
 ) -> DeadLetterList:
     """Chunks refused for good, oldest first, with the provider's reason."""

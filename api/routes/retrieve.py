@@ -5,26 +5,42 @@ from __future__ import annotations
 import asyncio
 
 from fastapi import APIRouter, Request
+from fastapi.exceptions import RequestValidationError
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import RuntimeDep, agent_for
 from api.recall import RecallRequest, recall
 from api.schemas import AGENT_ACCESS, Hit, RetrieveRequest, RetrieveResponse, error_docs
 from shared.errors import RecallTimeout
+from shared.ids import message_id_problem, replace_surrogates
 from shared.recall_query import RecallFilters
+from shared.settings import Settings
 
 router = APIRouter()
 
 ERRORS = AGENT_ACCESS | error_docs(
-    e422="Missing bot or query_text, or a bad field.",
+    e422="Missing bot or query_text, a query_text over the limit, or a bad field.",
     e503="Recall timed out, or the embedding provider or Qdrant is unavailable.",
 )
 
 
+def _check_query(body: RetrieveRequest, settings: Settings) -> None:
+    # A setting, so not a static schema bound; the same 422 shape as one.
+    cap = settings.max_query_chars
+    if len(body.query_text) > cap:
+        raise RequestValidationError(
+            [{"type": "string_too_long", "loc": ("body", "query_text"),
+              "msg": f"String should have at most {cap} characters (it has "
+                     f"{len(body.query_text)}; MEMORY_POOL_MAX_QUERY_CHARS)"}]
+        )  # fmt: skip
+
+
 def _request(body: RetrieveRequest) -> RecallRequest:
+    # An id that cannot be stored is in no chunk, so excluding it changes nothing.
+    excluded = (i for i in body.exclude_message_ids if message_id_problem(i) is None)
     return RecallRequest(
-        query_text=body.query_text.strip(),
-        excluded_ids=frozenset(body.exclude_message_ids),
+        query_text=replace_surrogates(body.query_text).strip(),
+        excluded_ids=frozenset(excluded),
         limit=body.limit,
         score_threshold=body.score_threshold,
         filters=RecallFilters(
@@ -42,6 +58,7 @@ async def retrieve(
     body: RetrieveRequest, request: Request, runtime: RuntimeDep
 ) -> RetrieveResponse:
     """Find memories for `query_text`; a client waits for this, so it answers within a budget."""
+    _check_query(body, runtime.settings)
     agent = agent_for(body.bot, runtime, request)
     wanted = _request(body)
     if not wanted.query_text:

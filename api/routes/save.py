@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import APIRouter, Request
 
 from api.deps import RuntimeDep, agent_for
-from api.ingest import check_limits, ingest
+from api.ingest import Ingest, check_limits, ingest
 from api.schemas import AGENT_ACCESS, SaveRequest, SaveResponse, error_docs
 from shared.buffers import AgentRef, ConversationSettings
 from shared.flush_plan import IMPORT_IDLE_SECONDS
+from shared.ids import shown
+
+log = logging.getLogger(__name__)
 
 router = APIRouter()
 
@@ -16,17 +21,35 @@ ERRORS = AGENT_ACCESS | error_docs(
     e400="Not JSON, or an invalid agent name.",
     e409="The agent's collection has another model.",
     e413="Too many messages or characters.",
-    e422="Missing bot, messages or a message_id.",
+    e422="Missing bot, messages or a message_id, or a bad source.",
     e503="Redis is unavailable; nothing was accepted.",
 )
 
 
-@router.post("/save", status_code=202, response_model=SaveResponse, responses=ERRORS)
+def _log_refusals(bot: str, result: Ingest, total: int) -> None:
+    # The Discord plugin ignores the answer: the log is where a refused message shows.
+    first = result.refusals[0]
+    log.warning(
+        "agent %r: refused %d of %d messages; first: message %r: %s",
+        shown(bot), len(result.refusals), total, first.message_id, first.reason,
+    )  # fmt: skip
+
+
+@router.post(
+    "/save",
+    status_code=202,
+    response_model=SaveResponse,
+    response_model_exclude_defaults=True,
+    responses=ERRORS,
+)
 async def save(body: SaveRequest, request: Request, runtime: RuntimeDep) -> SaveResponse:
-    """Buffer new messages; already seen ids count as duplicates, short ones as skipped."""
+    """Buffer new messages; already seen ids count as duplicates, short ones as skipped, and
+    messages that cannot be stored as refused (each with its reason)."""
     check_limits(body, runtime.settings)
     agent = await request.app.state.names.canonical(agent_for(body.bot, runtime, request))
     result = ingest(body, agent, body.source or runtime.settings.default_source)
+    if result.refusals:
+        _log_refusals(body.bot, result, len(body.messages))
     conv = ConversationSettings(
         min_chars=agent.chunk_min_chars,
         gap_seconds=agent.chunk_gap_seconds,
@@ -36,5 +59,9 @@ async def save(body: SaveRequest, request: Request, runtime: RuntimeDep) -> Save
     who = AgentRef(name=agent.name, collection=agent.collection_name)
     counts = await request.app.state.saver.save(who, result.incoming, conv)
     return SaveResponse(
-        accepted=counts.accepted, duplicates=counts.duplicates, skipped=result.skipped
+        accepted=counts.accepted,
+        duplicates=counts.duplicates,
+        skipped=result.skipped,
+        refused=len(result.refusals),
+        refusals=result.refusals,
     )

@@ -16,12 +16,12 @@ from tests.stack import stack_settings
 # Each endpoint, and the error statuses its documentation must list.
 EXPECTED = {
     ("/save", "post"): {"400", "401", "403", "404", "409", "413", "422", "503"},
-    ("/retrieve", "post"): {"401", "403", "404", "422", "503"},
+    ("/retrieve", "post"): {"400", "401", "403", "404", "422", "503"},
     ("/health", "get"): set(),
-    ("/agents/{bot}/flush", "post"): {"401", "403", "404", "422"},
-    ("/agents/{bot}/stats", "get"): {"401", "403", "404", "422"},
-    ("/agents/{bot}/delete", "post"): {"401", "403", "404", "422"},
-    ("/agents/{bot}/known-ids", "post"): {"401", "403", "404", "422"},
+    ("/agents/{bot}/flush", "post"): {"400", "401", "403", "404", "422"},
+    ("/agents/{bot}/stats", "get"): {"400", "401", "403", "404", "422"},
+    ("/agents/{bot}/delete", "post"): {"400", "401", "403", "404", "422"},
+    ("/agents/{bot}/known-ids", "post"): {"400", "401", "403", "404", "422"},
     ("/dead-letters", "get"): {"401", "403", "422"},
     ("/dead-letters/replay", "post"): {"401", "403", "404", "422"},
 }
