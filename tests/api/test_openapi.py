@@ -23,7 +23,7 @@ EXPECTED = {
     ("/agents/{bot}/delete", "post"): {"400", "401", "403", "404", "422"},
     ("/agents/{bot}/known-ids", "post"): {"400", "401", "403", "404", "422"},
     ("/dead-letters", "get"): {"401", "403", "422"},
-    ("/dead-letters/replay", "post"): {"401", "403", "404", "422"},
+    ("/dead-letters/replay", "post"): {"400", "401", "403", "404", "422"},
 }
 
 
