@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from api.errors import install_error_handlers
-from api.middleware import BodyLimit, HostCheck, KeyCheck
+from api.middleware import install_door
 from api.recall import QueryCache
 from api.routes import agents, dead_letters, operations, retrieve, save
 from shared.agent_names import AgentNames
@@ -50,10 +50,7 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
         lifespan=lifespan,
     )
     install_error_handlers(app)
-    # Outermost last: the host is checked first, then the key, then the body as it streams in.
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-    app.add_middleware(KeyCheck)
-    app.add_middleware(HostCheck, allowed=settings.allowed_host_names)
+    install_door(app, settings)
     app.include_router(save.router)
     app.include_router(retrieve.router)
     app.include_router(operations.router)

@@ -8,6 +8,7 @@ import json
 import logging
 from collections.abc import Iterable
 
+from fastapi import FastAPI
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -16,6 +17,7 @@ from api.errors import error_body
 from shared.agents import Agents
 from shared.errors import RequestTooLarge, Unauthorized
 from shared.ids import shown
+from shared.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -160,3 +162,10 @@ class BodyLimit:
             await self.app(scope, limited, guarded)
         if state["exceeded"] and not state["started"]:
             await self.refuse(send)
+
+
+def install_door(app: FastAPI, settings: Settings) -> None:
+    """The three checks, outermost first: the host, then the key, then the body as it streams."""
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(KeyCheck)
+    app.add_middleware(HostCheck, allowed=settings.allowed_host_names)

@@ -71,7 +71,10 @@ async def list_dead_letters(
     "/dead-letters/replay",
     status_code=202,
     response_model=ReplayResponse,
-    responses={404: {"model": ErrorResponse, "description": "Unknown agent."}},
+    responses={
+        400: {"model": ErrorResponse, "description": "Not JSON, or an invalid agent name."},
+        404: {"model": ErrorResponse, "description": "Unknown agent."},
+    },
 )
 async def replay_dead_letters(
     runtime: RuntimeDep, body: ReplayRequest | None = None

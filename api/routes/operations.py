@@ -5,22 +5,42 @@ from __future__ import annotations
 import asyncio
 import time
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
+from api.auth import check_access
 from api.deps import AgentDep, RuntimeDep
 from api.health import health_report
-from api.schemas import AGENT_ACCESS, FlushResponse, HealthResponse
+from api.schemas import AGENT_ACCESS, FlushResponse, HealthResponse, HealthStatus, error_docs
+from shared.errors import Forbidden, Unauthorized
+from shared.runtime import Runtime
 
 router = APIRouter()
 
 FLUSH_POLL_SECONDS = 0.1
 
 
-@router.get("/health", response_model=HealthResponse)
-async def health(runtime: RuntimeDep) -> HealthResponse:
-    """Redis, Qdrant and the embedding provider; each agent's collection; the backlog."""
-    return HealthResponse.model_validate(await run_in_threadpool(health_report, runtime))
+def _full_report_allowed(runtime: Runtime, request: Request) -> bool:
+    """No keys configured, or a key valid for every agent: agent names and counts may show."""
+    try:
+        check_access(runtime.agents, None, request.headers)
+    except (Unauthorized, Forbidden):
+        return False
+    return True
+
+
+@router.get(
+    "/health",
+    response_model=HealthResponse | HealthStatus,
+    responses=error_docs(e401="A presented API key is not valid."),
+)
+async def health(runtime: RuntimeDep, request: Request) -> HealthResponse | HealthStatus:
+    """Redis, Qdrant and the embedding provider; each agent's collection; the backlog. Once
+    API keys exist, only `status` unless the key is valid for every agent."""
+    report = await run_in_threadpool(health_report, runtime)
+    if not _full_report_allowed(runtime, request):
+        return HealthStatus(status=report["status"])
+    return HealthResponse.model_validate(report)
 
 
 @router.post(

@@ -17,13 +17,13 @@ from tests.stack import stack_settings
 EXPECTED = {
     ("/save", "post"): {"400", "401", "403", "404", "409", "413", "422", "503"},
     ("/retrieve", "post"): {"400", "401", "403", "404", "422", "503"},
-    ("/health", "get"): set(),
+    ("/health", "get"): {"401"},
     ("/agents/{bot}/flush", "post"): {"400", "401", "403", "404", "422"},
     ("/agents/{bot}/stats", "get"): {"400", "401", "403", "404", "422"},
     ("/agents/{bot}/delete", "post"): {"400", "401", "403", "404", "422"},
     ("/agents/{bot}/known-ids", "post"): {"400", "401", "403", "404", "422"},
     ("/dead-letters", "get"): {"401", "403", "422"},
-    ("/dead-letters/replay", "post"): {"401", "403", "404", "422"},
+    ("/dead-letters/replay", "post"): {"400", "401", "403", "404", "422"},
 }
 
 

@@ -1,0 +1,66 @@
+"""The settings of the door's limits: defaults, refusals, allowed hosts, and README names them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from shared.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+LIMITS = {
+    "MEMORY_POOL_MAX_BODY_BYTES": ("max_body_bytes", 8 * 1024 * 1024),
+    "MEMORY_POOL_MAX_QUERY_CHARS": ("max_query_chars", 8000),
+    "MEMORY_POOL_RECALL_CONCURRENCY": ("recall_concurrency", 4),
+    "MEMORY_POOL_RECALL_QUEUE_SECONDS": ("recall_queue_seconds", 1.0),
+    "MEMORY_POOL_ALLOWED_HOSTS": ("allowed_hosts", None),
+}
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in LIMITS:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_defaults() -> None:
+    settings = Settings()
+    for field, default in LIMITS.values():
+        assert getattr(settings, field) == default, field
+    assert settings.allowed_host_names is None
+
+
+def test_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_POOL_MAX_QUERY_CHARS", "500")
+    monkeypatch.setenv("MEMORY_POOL_ALLOWED_HOSTS", " API, memory.example:3102 ,, ")
+    settings = Settings()
+    assert settings.max_query_chars == 500
+    assert settings.allowed_host_names == frozenset({"api", "memory.example:3102"})
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("MEMORY_POOL_MAX_BODY_BYTES", "100"),
+        ("MEMORY_POOL_MAX_QUERY_CHARS", "0"),
+        ("MEMORY_POOL_RECALL_CONCURRENCY", "0"),
+        ("MEMORY_POOL_RECALL_QUEUE_SECONDS", "-1"),
+    ],
+)
+def test_unusable_limits_are_refused(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError):
+        Settings()
+
+
+def test_readme_states_every_limit() -> None:
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Limits and refusals")[1]
+    section = section.split("\n## ")[0]
+    for name in [*LIMITS, "MEMORY_POOL_MAX_MESSAGES", "MEMORY_POOL_MAX_CHARS"]:
+        assert name in section, name
+    for rule in ("256 characters", "1970 to 9999", "U+FFFD", "`refusals`", "128 characters"):
+        assert rule in section or rule.strip("`") in section, rule
