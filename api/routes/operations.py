@@ -8,7 +8,7 @@ import time
 from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
-from api.auth import check_access
+from api.auth import check_global_access
 from api.deps import AgentDep, RuntimeDep
 from api.health import health_report
 from api.schemas import AGENT_ACCESS, FlushResponse, HealthResponse, HealthStatus, error_docs
@@ -23,7 +23,7 @@ FLUSH_POLL_SECONDS = 0.1
 def _full_report_allowed(runtime: Runtime, request: Request) -> bool:
     """No keys configured, or a key valid for every agent: agent names and counts may show."""
     try:
-        check_access(runtime.agents, None, request.headers)
+        check_global_access(runtime.agents, request.headers)
     except (Unauthorized, Forbidden):
         return False
     return True
