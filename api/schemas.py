@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
@@ -31,13 +32,13 @@ def _present(value: str) -> str:
     return value
 
 
-def _checked(problem: Any, field: str = "") -> Any:
+def _checked(problem: Callable[[str], str | None], field: str) -> AfterValidator:
     """An AfterValidator refusing a value for which `problem(value)` names a reason."""
 
     def check(value: str) -> str:
         found = problem(value)
         if found:
-            raise ValueError(f"{field or 'the value'} {found}")
+            raise ValueError(f"{field} {found}")
         return value
 
     return AfterValidator(check)
@@ -52,6 +53,9 @@ Source = Annotated[
     _checked(id_problem, "the source"),
 ]
 FilterId = Annotated[str, Field(max_length=MAX_ID_CHARS), _checked(id_problem, "the id")]
+SourceFilter = Annotated[
+    str, Field(max_length=MAX_SOURCE_CHARS), _checked(id_problem, "the source")
+]
 EpochMs = Annotated[int, Field(ge=MIN_STORABLE_MS, le=MAX_STORABLE_MS)]
 
 
@@ -147,7 +151,9 @@ class RetrieveRequest(BaseModel):
     )
     limit: int = Field(5, ge=1, le=100, description="How many chunks at most.")
     score_threshold: float = Field(0.3, ge=-1, le=1, description="Lowest cosine score kept.")
-    source: Source | None = Field(None, description='Only chunks from this interface ("discord").')
+    source: SourceFilter | None = Field(
+        None, description='Only chunks from this interface ("discord").'
+    )
     channel_id: FilterId | None = Field(None, description="Only chunks from this channel.")
     guild_id: FilterId | None = Field(None, description="Only chunks from this guild.")
     since: EpochMs | None = Field(

@@ -68,7 +68,7 @@ class Settings(BaseSettings):
     dedupe_ttl_days: float = Field(30, gt=0, validation_alias=_env("MEMORY_POOL_DEDUPE_TTL_DAYS"))
 
     # --- every request ------------------------------------------------------------------------
-    # Enforced while the body streams in (api/limits.py): 413 before reading past it. Room for
+    # Enforced while the body streams in (api/middleware.py): 413 before reading past it. Room for
     # MEMORY_POOL_MAX_CHARS of text even when every character is sent as a \uXXXX escape.
     max_body_bytes: int = Field(
         8 * 1024 * 1024, ge=1024, validation_alias=_env("MEMORY_POOL_MAX_BODY_BYTES")

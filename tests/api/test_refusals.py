@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import redis
 from fastapi.testclient import TestClient
@@ -22,6 +23,7 @@ from tests.api.door import (
     client_for,
     is_error_shape,
     message,
+    served,
     snapshot,
 )
 from tests.support.embedding_server import EmbeddingServer
@@ -347,3 +349,14 @@ def test_impossible_time_filters_are_422(client: TestClient, raw_field: str) -> 
     response = client.post("/retrieve", content=raw.encode(), headers=JSON)
     assert response.status_code == 422, response.text
     assert is_error_shape(response.json())
+
+
+def test_a_lone_surrogate_keeps_the_connection_usable(make_app: MakeApp, r: redis.Redis) -> None:
+    # Before: a 500, and the server dropped the connection, so the next request on it failed.
+    raw = '{"bot": "mythos", "messages": [{"message_id": "m1", "text": "lost \\ud800 half"}]}'
+    with served(make_app()) as (host, port), httpx.Client(base_url=f"http://{host}:{port}") as http:
+        first = http.post("/save", content=raw.encode(), headers=JSON)
+        second = http.post("/retrieve", json={"bot": "mythos", "query_text": "lost 😀"})
+    assert first.status_code == 202, first.text
+    assert second.status_code == 200, second.text
+    assert [m.text for m in buffered(r)] == ["lost \ufffd half"]
