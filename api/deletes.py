@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -21,6 +20,7 @@ from shared.dead_letters import DeadLetter
 from shared.errors import UpstreamUnavailable
 from shared.messages import Message
 from shared.recall_rules import message_ids_of
+from shared.redis_lock import held
 from shared.runtime import Runtime
 
 REPLAY_WAIT_SECONDS = 10.0
@@ -106,17 +106,11 @@ def _ids_by_source(payloads: Iterable[dict]) -> dict[str, set[str]]:
 @contextmanager
 def replays_paused(client: redis.Redis) -> Iterator[None]:
     """Hold the dead-letter replay lock, so a replay cannot write a chunk this delete removes."""
-    token = uuid.uuid4().hex
-    deadline = time.monotonic() + REPLAY_WAIT_SECONDS
-    while not client.set(keys.REPLAY_LOCK, token, nx=True, px=REPLAY_LOCK_MS):
-        if time.monotonic() > deadline:
+    lock = held(client, keys.REPLAY_LOCK, ttl_ms=REPLAY_LOCK_MS, wait_seconds=REPLAY_WAIT_SECONDS)
+    with lock as got:
+        if not got:
             raise UpstreamUnavailable("a dead-letter replay is running; try the delete again")
-        time.sleep(0.05)
-    try:
         yield
-    finally:
-        if client.get(keys.REPLAY_LOCK) == token.encode():
-            client.delete(keys.REPLAY_LOCK)
 
 
 def _forget_chunk_mates(

@@ -13,7 +13,6 @@ import json
 import logging
 import threading
 import time
-import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from urllib.parse import unquote
@@ -25,6 +24,7 @@ from shared.agents import Agents
 from shared.conversations import source_of
 from shared.errors import InvalidAgentName
 from shared.naming import point_id
+from shared.redis_lock import held
 
 log = logging.getLogger(__name__)
 
@@ -144,13 +144,11 @@ def upgrade(client: redis.Redis, agents: Agents) -> UpgradeReport | None:
     one upgrades under a lock, the others wait for it."""
     if _is_current(client):
         return None
-    token = uuid.uuid4().hex
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not client.set(keys.UPGRADE_LOCK, token, nx=True, px=LOCK_MS):
-        if time.monotonic() > deadline:
+    with held(
+        client, keys.UPGRADE_LOCK, ttl_ms=LOCK_MS, wait_seconds=WAIT_SECONDS, poll=0.2
+    ) as got:
+        if not got:
             raise TimeoutError("another process has been upgrading Redis for too long")
-        time.sleep(0.2)
-    try:
         before = layout(client)
         if before >= LAYOUT:
             client.set(keys.SCHEMA, LAYOUT)
@@ -162,9 +160,6 @@ def upgrade(client: redis.Redis, agents: Agents) -> UpgradeReport | None:
             "collection", LAYOUT, report.conversations, report.markers,
         )  # fmt: skip
         return report
-    finally:
-        if client.get(keys.UPGRADE_LOCK) == token.encode():
-            client.delete(keys.UPGRADE_LOCK)
 
 
 def upgrade_at_start(client: redis.Redis, agents: Agents, *, retry_seconds: float = 5.0) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import dataclass
 
 import redis
@@ -12,6 +11,7 @@ from shared import keys
 from shared.dead_letters import DeadLetter, DeadLetters
 from shared.embedder import Embedder
 from shared.errors import DimensionMismatch, InputRejected, ModelMismatch, UpstreamUnavailable
+from shared.redis_lock import held
 from shared.store import PointToWrite, Store
 from workers.collections import CollectionGuard
 
@@ -70,10 +70,9 @@ def replay(
 ) -> ReplayReport:
     """Replay one batch under a lock; point ids are fixed, so a repeated replay is harmless."""
     report = ReplayReport()
-    token = uuid.uuid4().hex
-    if not client.set(keys.REPLAY_LOCK, token, nx=True, px=int(lease * 1000)):
-        return report
-    try:
+    with held(client, keys.REPLAY_LOCK, ttl_ms=int(lease * 1000)) as got:
+        if not got:
+            return report
         entries = dead.peek_replays(BATCH)
         live = []
         for raw, letter in entries:
@@ -89,6 +88,3 @@ def replay(
             # Left on the replay queue; the scheduler asks again shortly.
             log.warning("dead-letter replay waits: %s", exc)
         return report
-    finally:
-        if client.get(keys.REPLAY_LOCK) == token.encode():
-            client.delete(keys.REPLAY_LOCK)
