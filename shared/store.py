@@ -21,6 +21,7 @@ from shared.errors import (
     UpstreamUnavailable,
 )
 from shared.format import RecallHit
+from shared.store_browse import StoreBrowsing
 
 if TYPE_CHECKING:
     from shared.settings import Settings
@@ -62,8 +63,10 @@ class CollectionState:
     indexed_fields: frozenset[str] = field(default_factory=frozenset)
 
 
-class Store:
-    """Qdrant collections and points for memory-pool; the server and local mode alike."""
+class Store(StoreBrowsing):
+    """Qdrant collections and points for memory-pool; the server and local mode alike.
+
+    Reads for people (pages newest first, one point, chunks per day) are in StoreBrowsing."""
 
     def __init__(self, client: QdrantClient, *, local: bool) -> None:
         self._client = client

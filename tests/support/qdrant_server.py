@@ -340,8 +340,30 @@ def query_batch(b: Backend, call: Call) -> Any:
     return [run_query(b, call.collection, req) for req in body.searches]
 
 
+# Payload index types the server can order a scroll by (its "range" indexes).
+RANGE_SCHEMAS = frozenset({"integer", "float", "datetime"})
+
+
+def check_order_by(b: Backend, collection: str, order_by: Any) -> None:
+    """The server orders a scroll only by a field with a range index; local mode orders by
+    anything, so without this a test would pass here and fail against a real server."""
+    if order_by is None:
+        return
+    key = order_by if isinstance(order_by, str) else order_by.key
+    raw = b.indexes.fields(collection).get(key)
+    kind = raw if isinstance(raw, str) else (raw or {}).get("type")
+    if kind not in RANGE_SCHEMAS or (isinstance(raw, dict) and raw.get("range") is False):
+        raise ApiError(
+            400,
+            f"Bad request: No range index for `order_by` key: `{key}`. Please create one to "
+            "use `order_by`. Check https://qdrant.tech/documentation/concepts/indexing/"
+            "#payload-index to see which payload schemas support Range conditions",
+        )
+
+
 def scroll(b: Backend, call: Call) -> Any:
     body: models.ScrollRequest = parse(models.ScrollRequest, call.body)
+    check_order_by(b, call.collection, body.order_by)
     points, next_offset = b.client.scroll(
         call.collection,
         scroll_filter=body.filter,

@@ -1,0 +1,140 @@
+"""The Store's reads for people: pages of chunks newest first, one point, chunks per day."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import UnexpectedResponse
+
+from shared.memory_query import (
+    TIMESTAMP,
+    Cursor,
+    before,
+    newest_first,
+    qdrant_id,
+    time_range,
+    timestamp_of,
+    with_conditions,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Point = tuple[str, dict[str, Any]]
+DAY_MS = 86_400_000
+SCAN_BATCH = 2048
+NEWEST_FIRST = models.OrderBy(key=TIMESTAMP, direction=models.Direction.DESC)
+
+
+class StoreBrowsing:
+    """Mixed into `Store` (shared/store.py), whose `_read` and `scroll_payloads` it uses."""
+
+    _read: Callable[..., Any]
+    scroll_payloads: Callable[..., Iterator[Point]]
+
+    def newest_page(
+        self, name: str, must: list[models.Condition], *, limit: int, after: Cursor | None
+    ) -> tuple[list[Point], Cursor | None]:
+        """One page of matching chunks, newest first, and the cursor of the next (None at the
+        end). Chunks without a numeric `timestamp` cannot be ordered and are not listed."""
+        ties: list[Point] = []
+        upper: list[models.Condition] = []
+        if after is not None:
+            at_cursor = self._all(name, must, time_range(gte=after.timestamp, lte=after.timestamp))
+            ties = [p for p in newest_first(at_cursor) if before(after, *p)]
+            upper = [time_range(lt=after.timestamp)]
+        wanted = limit + 1 - len(ties)
+        rows = ties
+        if wanted > 0:
+            rows = ties + self._ordered(name, [*must, *upper], wanted)
+        page = rows[:limit]
+        more = len(rows) > limit
+        last = page[-1] if more and page else None
+        return page, _cursor_of(last) if last else None
+
+    def _ordered(self, name: str, must: list[models.Condition], wanted: int) -> list[Point]:
+        """The `wanted` newest, ties by id. The ordered scroll returns equal timestamps in any
+        order and cuts a group anywhere, so the last group is read whole and sorted here."""
+        got = self._ordered_scroll(name, with_conditions(must), wanted)
+        if len(got) < wanted:
+            return newest_first(got)
+        cut = timestamp_of(got[-1][1])
+        whole = [p for p in got if timestamp_of(p[1]) != cut]
+        if cut is not None:
+            whole += self._all(name, must, time_range(gte=cut, lte=cut))
+        return newest_first(whole)[:wanted]
+
+    def _ordered_scroll(self, name: str, flt: models.Filter | None, limit: int) -> list[Point]:
+        def call(client: QdrantClient) -> list[Point]:
+            records, _ = client.scroll(
+                name, scroll_filter=flt, limit=limit, order_by=NEWEST_FIRST,
+                with_payload=True, with_vectors=False,
+            )  # fmt: skip
+            return [(str(r.id), dict(r.payload or {})) for r in records]
+
+        try:
+            return self._read(name, call, missing=[])
+        except UnexpectedResponse as e:
+            if e.status_code != 400 or b"range index" not in e.content:
+                raise
+        # A server collection without the `timestamp` index (one st-qdrant-memory made, that
+        # memory-pool never wrote to) cannot be ordered by Qdrant: sort every match here.
+        log.warning("collection %s has no timestamp index; sorting its chunks in memory", name)
+        return newest_first(self.scroll_payloads(name, query_filter=flt, batch=SCAN_BATCH))[:limit]
+
+    def _all(self, name: str, must: list[models.Condition], *extra: models.Condition) -> list:
+        flt = with_conditions(must, *extra)
+        return list(self.scroll_payloads(name, query_filter=flt, batch=SCAN_BATCH))
+
+    def point(self, name: str, point_id: str) -> dict[str, Any] | None:
+        """One point's payload; None when the point or the collection does not exist."""
+        found = self._read(
+            name,
+            lambda client: client.retrieve(name, [qdrant_id(point_id)], with_payload=True),
+            missing=[],
+        )
+        return dict(found[0].payload or {}) if found else None
+
+    def daily_counts(self, name: str, *, start_ms: int, days: int) -> list[Counter[str]]:
+        """Chunks per day (UTC) and source from `start_ms` on, by their `timestamp`; the key ""
+        counts chunks without a source (st-qdrant-memory's). One scan of just two fields."""
+        counts: list[Counter[str]] = [Counter() for _ in range(days)]
+        flt = models.Filter(must=[time_range(gte=start_ms, lt=start_ms + days * DAY_MS)])
+        fields = models.PayloadSelectorInclude(include=[TIMESTAMP, "source"])
+
+        for payload in self._scan(name, flt, fields):
+            stamp = timestamp_of(payload)
+            if stamp is not None and 0 <= (day := (stamp - start_ms) // DAY_MS) < days:
+                counts[day][str(payload.get("source", ""))] += 1
+        return counts
+
+    def _scan(
+        self, name: str, flt: models.Filter, fields: models.PayloadSelectorInclude
+    ) -> Iterator[dict[str, Any]]:
+        offset: models.ExtendedPointId | None = None
+        while True:
+            records, offset = self._read(
+                name,
+                lambda client, start=offset: client.scroll(
+                    name,
+                    scroll_filter=flt,
+                    limit=SCAN_BATCH,
+                    offset=start,
+                    with_payload=fields,
+                    with_vectors=False,
+                ),
+                missing=([], None),
+            )
+            for record in records:
+                yield dict(record.payload or {})
+            if offset is None:
+                return
+
+
+def _cursor_of(point: Point) -> Cursor:
+    stamp = timestamp_of(point[1])
+    return Cursor(stamp if stamp is not None else 0, point[0])
