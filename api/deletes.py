@@ -18,6 +18,7 @@ from shared.buffer_deletes import BufferDeletes, BufferScope
 from shared.conversations import ConversationRef, source_of
 from shared.dead_letters import DeadLetter
 from shared.errors import UpstreamUnavailable
+from shared.memory_query import qdrant_id
 from shared.messages import Message
 from shared.recall_rules import message_ids_of
 from shared.redis_lock import held
@@ -30,13 +31,14 @@ REPLAY_LOCK_MS = 120_000
 @dataclass(frozen=True, slots=True)
 class DeleteScope:
     """Exactly one of: a source; a conversation (source + channel or conversation id);
-    a message id (any source); a user id."""
+    a message id (any source); a user id; one point (a chunk) by its id."""
 
     source: str | None = None
     channel_id: str | None = None
     conversation_id: str | None = None
     message_id: str | None = None
     user_id: str | None = None
+    point_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +48,22 @@ class DeleteResult:
     dead_letters: int
 
 
+@dataclass(frozen=True, slots=True)
+class DeletePreview:
+    points: int
+    message_ids: int
+    # st-qdrant-memory's points: it writes to Qdrant itself and may write them again
+    points_without_source: int
+
+
 def _match(key: str, value: str) -> models.FieldCondition:
     return models.FieldCondition(key=key, match=models.MatchValue(value=value))
 
 
 def point_filter(scope: DeleteScope) -> models.Filter:
     """The points a scope covers, as far as Qdrant can select them itself."""
+    if scope.point_id is not None:
+        return models.Filter(must=[models.HasIdCondition(has_id=[qdrant_id(scope.point_id)])])
     if scope.message_id is not None:
         return models.Filter(must=[_match("messageIdList", scope.message_id)])
     if scope.user_id is not None:
@@ -67,6 +79,9 @@ def point_filter(scope: DeleteScope) -> models.Filter:
 def _buffer_targets(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> list[str]:
     """The conversations whose buffers a scope touches."""
     collection = agent.collection_name
+    if scope.point_id is not None:
+        # Only the point's own messages, found from its payload (`_forget_chunk_mates`).
+        return []
     if scope.source is not None and scope.message_id is None and scope.user_id is None:
         if scope.conversation_id is not None or scope.channel_id is not None:
             ref = ConversationRef(collection, scope.source, scope.conversation_id, scope.channel_id)
@@ -154,6 +169,14 @@ def delete(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> DeleteRe
     return DeleteResult(points=len(doomed), buffered=len(removed) + len(mates), dead_letters=dead)
 
 
+def preview(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> DeletePreview:
+    """What `delete` would take from the collection now, changing nothing (a confirmation)."""
+    doomed = _doomed_points(runtime, agent.collection_name, scope)
+    message_ids = {i for payload in doomed.values() for i in message_ids_of(payload)}
+    without_source = sum(1 for payload in doomed.values() if "source" not in payload)
+    return DeletePreview(len(doomed), len(message_ids), without_source)
+
+
 def _tombstones(removed: list[tuple[str, Message]]) -> dict[str, set[str]]:
     by_source: dict[str, set[str]] = defaultdict(set)
     for conversation, message in removed:
@@ -171,6 +194,8 @@ def _covers(
     source = str(payload.get("source", ""))
     if not message_ids_of(payload).isdisjoint(gone.get(source, set())):
         return True
+    if scope.point_id is not None:
+        return letter.point_id == scope.point_id
     if scope.message_id is not None:
         return scope.message_id in message_ids_of(payload)
     if scope.user_id is not None:

@@ -95,3 +95,9 @@ class RecallTimeout(MemoryPoolError):
     """Recall did not finish within its budget."""
 
     code = "recall_timeout"
+
+
+class PointNotFound(MemoryPoolError):
+    """No point with that id in the agent's collection."""
+
+    code = "point_not_found"

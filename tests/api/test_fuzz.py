@@ -39,6 +39,12 @@ OPERATIONS = [
     ("/agents/{bot}/known-ids", "POST"),
     ("/dead-letters", "GET"),
     ("/dead-letters/replay", "POST"),
+    ("/agents", "GET"),
+    ("/agents/{bot}/memories", "GET"),
+    ("/agents/{bot}/memories/{point_id}", "GET"),
+    ("/agents/{bot}/memories/{point_id}", "DELETE"),
+    ("/agents/{bot}/delete/preview", "POST"),
+    ("/agents/{bot}/timeline", "GET"),
 ]
 # Headers the requests-style case carries that httpx sets itself.
 DROPPED_HEADERS = {"content-length", "connection", "accept-encoding", "host"}
@@ -92,7 +98,7 @@ def test_the_fuzzed_operations_are_every_operation(client: TestClient) -> None:
 
 # These take no input but a path segment (any string is a valid one) or none at all, so
 # there is no invalid input to make for them.
-NO_INVALID_INPUT = {"/health", "/agents/{bot}/stats"}
+NO_INVALID_INPUT = {"/health", "/agents/{bot}/stats", "/agents"}
 CASES = [
     (path, method, mode)
     for path, method in OPERATIONS

@@ -24,6 +24,13 @@ EXPECTED = {
     ("/agents/{bot}/known-ids", "post"): {"400", "401", "403", "404", "422"},
     ("/dead-letters", "get"): {"401", "403", "422"},
     ("/dead-letters/replay", "post"): {"400", "401", "403", "404", "422"},
+    # the memory viewer's API (api/routes/memories.py)
+    ("/agents", "get"): {"401"},
+    ("/agents/{bot}/memories", "get"): {"400", "401", "403", "404", "422", "503"},
+    ("/agents/{bot}/memories/{point_id}", "get"): {"400", "401", "403", "404", "422", "503"},
+    ("/agents/{bot}/memories/{point_id}", "delete"): {"400", "401", "403", "404", "422", "503"},
+    ("/agents/{bot}/delete/preview", "post"): {"400", "401", "403", "404", "422", "503"},
+    ("/agents/{bot}/timeline", "get"): {"400", "401", "403", "404", "422", "503"},
 }
 
 

@@ -1,0 +1,38 @@
+"""Which agents a request may reach: the memory viewer's agent list, by api/auth.py's rules."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from api.auth import request_key, resolve_agent
+from api.health import seen_agents
+from api.memory_schemas import AgentEntry, AgentList
+from shared import keys
+from shared.errors import MemoryPoolError
+from shared.runtime import Runtime
+
+
+def visible_agents(runtime: Runtime, headers: Mapping[str, str]) -> AgentList:
+    """Listed agents and those seen storing messages, each kept only if `resolve_agent` lets
+    this request reach it, exactly as the agent's own endpoints would judge it."""
+    agents = runtime.agents
+    request_key(agents, headers)  # 401 for a key that is not valid, before anything else
+    names = {agent.collection_name: agent.name for agent in agents.listed}
+    for collection, name in seen_agents(runtime).items():
+        names.setdefault(collection, name)
+    entries = []
+    for collection, name in sorted(names.items(), key=lambda item: item[1].casefold()):
+        try:
+            agent = resolve_agent(agents, name, headers)
+        except MemoryPoolError:
+            continue  # unknown, protected or out of this key's scope: not shown
+        blocked = runtime.redis.get(keys.blocked(collection))
+        entries.append(
+            AgentEntry(
+                name=agent.name,
+                collection=collection,
+                listed=agents.is_listed(agent),
+                blocked=blocked.decode() if isinstance(blocked, bytes) else blocked,
+            )
+        )
+    return AgentList(agents=entries, keys_configured=bool(agents.api_keys))
