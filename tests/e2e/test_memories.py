@@ -61,7 +61,9 @@ def seed(stack: Stack) -> None:
     stack.save({"bot": "other", "messages": [msg("o1", "1")]})
     stack.flush("mythos")
     stack.flush("other")
-    stack.runtime.store.upsert("mem_mythos", [st_point("[2024-06-10]\nAlex: <b>hi</b>", "x9,a1")])
+    st = st_point("[2024-06-10]\nAlex: <b>hi</b>", "x9,a1")
+    st.payload["timestamp"] -= 1  # the oldest: a tie with a1 would be ordered by random id
+    stack.runtime.store.upsert("mem_mythos", [st])
 
 
 def browse(stack: Stack, bot: str = "mythos", **query: Any) -> dict[str, Any]:
