@@ -7,6 +7,9 @@ const ST = "sillytavern (extension)";
 const state = { agents: [], bot: null, cursors: [null], page: 0, prune: null };
 
 const bot = () => state.bot;
+// Each finished render bumps its container's data-version: a test (or a person's script) can
+// tell a fresh result from the previous one.
+const rendered = (node) => { node.dataset.version = String(Number(node.dataset.version || 0) + 1); };
 const fail = (error) => status(error instanceof ApiError ? error.detail : String(error), "error");
 
 // --- agents and keys ------------------------------------------------------------------------
@@ -48,6 +51,7 @@ async function renderAgents() {
       row.append(el("td", { colspan: 5, class: "error", text: error.detail || String(error) }));
     }
   }
+  rendered(body);
 }
 
 // --- browse ---------------------------------------------------------------------------------
@@ -92,6 +96,7 @@ async function renderBrowse() {
   $("#browse-next").disabled = !page.next_cursor;
   $("#browse-prev").disabled = state.page === 0;
   $("#browse-where").textContent = `page ${state.page + 1}`;
+  rendered(list);
 }
 
 // --- search ---------------------------------------------------------------------------------
@@ -111,6 +116,7 @@ async function runSearch(form) {
   }
   if (!found.hits.length) hits.append(el("p", { text: "Nothing qualifies: the bot is told nothing." }));
   $("#search-block").textContent = found.formatted;
+  rendered(hits);
 }
 
 function viewOf(p) {
@@ -154,6 +160,7 @@ async function previewPrune(wanted) {
   $("#prune-st-note").hidden = !counted.points_without_source;
   $("#prune-go").textContent = `Delete ${counted.points} point${counted.points === 1 ? "" : "s"}`;
   $("#prune-confirm").hidden = false;
+  rendered($("#prune-confirm"));
 }
 
 async function confirmPrune() {
@@ -164,6 +171,7 @@ async function confirmPrune() {
   const done = await request.run();
   $("#prune-result").textContent =
     `Deleted ${done.deleted_points} points and ${done.deleted_buffered} buffered messages.`;
+  rendered($("#prune-result"));
   state.cursors = [null];
   state.page = 0;
 }
@@ -188,6 +196,7 @@ async function renderPipeline() {
   }
   await renderQuarantine();
   await renderDeadLetters();
+  rendered($("#view-pipeline"));
 }
 
 // QUARANTINE: GET /quarantine comes with the quarantine work (issue #9, another branch). Until
