@@ -5,7 +5,7 @@ Self-contained (only httpx), so an integration such as the Hermes plugin can car
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -106,6 +106,45 @@ class MemoryPoolClient:
         """Which of these message ids the agent's collection already holds (any writer)."""
         body = {"message_ids": list(message_ids)}
         return self._call("POST", f"/agents/{bot}/known-ids", json=body)["known"]
+
+    def agents(self) -> list[dict[str, Any]]:
+        """The agents this client's key may reach: name, collection, listed, blocked."""
+        return self._call("GET", "/agents")["agents"]
+
+    def memories(
+        self, bot: str, *, limit: int = 50, cursor: str | None = None, **filters: Any
+    ) -> dict[str, Any]:
+        """One page of an agent's chunks, newest first: {"memories": [...], "next_cursor"}.
+        Filters: source, channel_id, guild_id, conversation_id, user_id, since, until."""
+        params = {"limit": limit, **{k: v for k, v in filters.items() if v is not None}}
+        if cursor is not None:
+            params["cursor"] = cursor
+        return self._call("GET", f"/agents/{bot}/memories", params=params)
+
+    def all_memories(self, bot: str, *, page_size: int = 200, **filters: Any) -> Iterator[dict]:
+        """Every matching chunk, newest first, page by page."""
+        cursor = None
+        while True:
+            page = self.memories(bot, limit=page_size, cursor=cursor, **filters)
+            yield from page["memories"]
+            if (cursor := page["next_cursor"]) is None:
+                return
+
+    def memory(self, bot: str, point_id: str) -> dict[str, Any]:
+        return self._call("GET", f"/agents/{bot}/memories/{point_id}")
+
+    def delete_memory(self, bot: str, point_id: str, *, dry_run: bool = False) -> dict[str, int]:
+        """Delete one chunk (its messages are never stored again); `dry_run` only counts."""
+        params = {"dry_run": "true"} if dry_run else {}
+        return self._call("DELETE", f"/agents/{bot}/memories/{point_id}", params=params)
+
+    def delete_preview(self, bot: str, **scope: str) -> dict[str, int]:
+        """What `delete(bot, **scope)` would remove: points, message_ids, points_without_source."""
+        return self._call("POST", f"/agents/{bot}/delete/preview", json=scope)
+
+    def timeline(self, bot: str, *, days: int = 30) -> list[dict[str, Any]]:
+        """Chunks per day (UTC) and source, oldest first."""
+        return self._call("GET", f"/agents/{bot}/timeline", params={"days": days})["days"]
 
     def stats(self, bot: str) -> dict[str, Any]:
         return self._call("GET", f"/agents/{bot}/stats")

@@ -96,3 +96,29 @@ def test_refusals_raise_memory_pool_error_with_status_code_and_detail(
     assert (invalid.value.status, invalid.value.error) == (422, "invalid_request")
     assert "message_id" in invalid.value.detail
     assert str(invalid.value).startswith("422 invalid_request: ")
+
+
+def test_browse_read_preview_and_delete_one_memory(client: MemoryPoolClient) -> None:
+    start = 1_719_000_000_000
+    texts = [(f"v{i}", f"viewer message {i} about the harbour") for i in range(3)]
+    batch = [message(mid, text, start + i * 7 * 3600_000) for i, (mid, text) in enumerate(texts)]
+    for one in batch:
+        assert client.save(AGENT, [one], source="viewer")["accepted"] == 1
+    assert client.flush(AGENT)["done"]
+    assert [a["name"] for a in client.agents()] == [AGENT]
+    page = client.memories(AGENT, limit=2, source="viewer")
+    assert [m["message_ids"] for m in page["memories"]] == [["v2"], ["v1"]]
+    rest = client.memories(AGENT, limit=2, source="viewer", cursor=page["next_cursor"])
+    assert [m["message_ids"] for m in rest["memories"]] == [["v0"]] and rest["next_cursor"] is None
+    every = list(client.all_memories(AGENT, page_size=1, source="viewer"))
+    assert [m["id"] for m in every] == [m["id"] for m in page["memories"] + rest["memories"]]
+    newest = every[0]
+    assert client.memory(AGENT, newest["id"]) == newest
+    assert client.delete_memory(AGENT, newest["id"], dry_run=True)["points"] == 1
+    assert client.delete_preview(AGENT, source="viewer")["points"] == 3
+    assert client.delete_memory(AGENT, newest["id"])["deleted_points"] == 1
+    with pytest.raises(MemoryPoolError) as gone:
+        client.memory(AGENT, newest["id"])
+    assert gone.value.status == 404 and gone.value.error == "point_not_found"
+    assert len(client.timeline(AGENT, days=7)) == 7
+    client.delete(AGENT, source="viewer")
