@@ -27,6 +27,7 @@ T = TypeVar("T")
 Point = tuple[str, dict[str, Any]]
 DAY_MS = 86_400_000
 SCAN_BATCH = 2048
+COUNT_BATCH = 10_000  # two small fields per point: big pages, few local-mode scans
 NEWEST_FIRST = models.OrderBy(key=TIMESTAMP, direction=models.Direction.DESC)
 
 
@@ -41,20 +42,43 @@ class StoreBrowsing:
     ) -> tuple[list[Point], Cursor | None]:
         """One page of matching chunks, newest first, and the cursor of the next (None at the
         end). Chunks without a numeric `timestamp` cannot be ordered and are not listed."""
+        rows = self._fast_page(name, must, limit + 1, after)
+        if rows is None:
+            rows = self._exact_page(name, must, limit + 1, after)
+        page = rows[:limit]
+        last = page[-1] if len(rows) > limit and page else None
+        return page, _cursor_of(last) if last else None
+
+    def _fast_page(
+        self, name: str, must: list[models.Condition], wanted: int, after: Cursor | None
+    ) -> list[Point] | None:
+        """One ordered scroll, enough when the page does not end inside a group of equal
+        timestamps that the scroll may have cut (Qdrant orders ties in no particular order).
+        The cursor's own chunk comes back too (`lte`), hence one spare."""
+        upper = [time_range(lte=after.timestamp)] if after is not None else []
+        asked = wanted + 2
+        got = self._ordered_scroll(name, with_conditions([*must, *upper]), asked)
+        rows = [p for p in newest_first(got) if before(after, *p)]
+        if len(got) < asked:
+            return rows  # everything that matches is here
+        lowest = timestamp_of(got[-1][1])
+        complete = [p for p in rows if lowest is None or (timestamp_of(p[1]) or 0) > lowest]
+        return rows[:wanted] if len(complete) >= wanted else None
+
+    def _exact_page(
+        self, name: str, must: list[models.Condition], wanted: int, after: Cursor | None
+    ) -> list[Point]:
+        """The cursor's timestamp group read whole, then the newest before it, whose last
+        group is read whole too: right however many chunks share a timestamp."""
         ties: list[Point] = []
         upper: list[models.Condition] = []
         if after is not None:
             at_cursor = self._all(name, must, time_range(gte=after.timestamp, lte=after.timestamp))
             ties = [p for p in newest_first(at_cursor) if before(after, *p)]
             upper = [time_range(lt=after.timestamp)]
-        wanted = limit + 1 - len(ties)
-        rows = ties
-        if wanted > 0:
-            rows = ties + self._ordered(name, [*must, *upper], wanted)
-        page = rows[:limit]
-        more = len(rows) > limit
-        last = page[-1] if more and page else None
-        return page, _cursor_of(last) if last else None
+        if len(ties) >= wanted:
+            return ties
+        return ties + self._ordered(name, [*must, *upper], wanted - len(ties))
 
     def _ordered(self, name: str, must: list[models.Condition], wanted: int) -> list[Point]:
         """The `wanted` newest, ties by id. The ordered scroll returns equal timestamps in any

@@ -16,7 +16,7 @@ export function dayChart(days, stSourceName) {
   if (days.some((d) => d.without_source)) names.push(stSourceName);
   const counts = (d) => names.map((n) => (n === stSourceName ? d.without_source : d.by_source[n] || 0));
   const top = Math.max(1, ...days.map((d) => counts(d).reduce((a, b) => a + b, 0)));
-  const width = 600, height = 180, left = 34, bottom = 20, bar = (width - left) / days.length;
+  const width = 600, height = 180, left = 34, right = 22, bottom = 20, bar = (width - left - right) / days.length;
   const root = svg("svg", { viewBox: `0 0 ${width} ${height + 40}`, role: "img", class: "chart" });
   root.append(svg("title", {}, "Chunks per day per source"));
   root.append(svg("text", { x: 0, y: 10, class: "axis" }, String(top)));
@@ -31,8 +31,8 @@ export function dayChart(days, stSourceName) {
       rect.append(svg("title", {}, `${day.date} ${names[s]}: ${n}`));
       root.append(rect);
     });
-    if (i % 7 === 0 || i === days.length - 1) {
-      root.append(svg("text", { x: left + i * bar, y: height - 4, class: "axis" }, day.date.slice(5)));
+    if ((days.length - 1 - i) % 7 === 0) {  // today, and every week back from it
+      root.append(svg("text", { x: left + (i + 0.5) * bar, y: height - 4, class: "axis", "text-anchor": "middle" }, day.date.slice(5)));
     }
   });
   names.forEach((n, s) => {

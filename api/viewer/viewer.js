@@ -4,12 +4,14 @@ import { $, ApiError, agentPath, api, clear, dayMs, el, isoDate, isoTime, key, s
 import { dayChart } from "/ui/chart.js";
 
 const ST = "sillytavern (extension)";
-const state = { agents: [], bot: null, cursors: [null], page: 0, prune: null };
+// `/ui?agent=NAME#browse` opens on that agent (a link to share, or to bookmark).
+const state = { agents: [], bot: new URLSearchParams(location.search).get("agent"), cursors: [null], page: 0, prune: null };
 
 const bot = () => state.bot;
 // Each finished render bumps its container's data-version: a test (or a person's script) can
 // tell a fresh result from the previous one.
 const rendered = (node) => { node.dataset.version = String(Number(node.dataset.version || 0) + 1); };
+const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 const fail = (error) => status(error instanceof ApiError ? error.detail : String(error), "error");
 
 // --- agents and keys ------------------------------------------------------------------------
@@ -155,10 +157,10 @@ async function previewPrune(wanted) {
   const counted = await request.preview();
   state.prune = request;
   $("#prune-count").textContent =
-    `This removes ${counted.points} point${counted.points === 1 ? "" : "s"} (${counted.message_ids} messages) ` +
+    `This removes ${plural(counted.points, "point")} (${plural(counted.message_ids, "message")}) ` +
     `from ${bot()}'s memory, and any of those messages still buffered.`;
   $("#prune-st-note").hidden = !counted.points_without_source;
-  $("#prune-go").textContent = `Delete ${counted.points} point${counted.points === 1 ? "" : "s"}`;
+  $("#prune-go").textContent = `Delete ${plural(counted.points, "point")}`;
   $("#prune-confirm").hidden = false;
   rendered($("#prune-confirm"));
 }

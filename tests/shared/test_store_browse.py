@@ -142,3 +142,13 @@ def test_a_cursor_not_given_out_is_refused(raw: str) -> None:
 
     with pytest.raises(InvalidInput):
         Cursor.decode(raw)
+
+
+def test_a_large_group_of_equal_timestamps_pages_by_id(store: Store) -> None:
+    """Ten chunks of one instant between two others: the pages cut the group anywhere."""
+    store.ensure_collection(NAME, size=DIM, model=MODEL)
+    store.upsert(NAME, [point(i, DAY0 + 5) for i in range(10)])
+    store.upsert(NAME, [point(20, DAY0 + 9), point(21, DAY0)])
+    flat = [p for page in all_pages(store, MemoryFilters(), 3) for p in page]
+    tied = sorted((pid(i) for i in range(10)), reverse=True)
+    assert flat == [pid(20), *tied, pid(21)]
