@@ -163,6 +163,14 @@ def test_serve_runs_everything_and_remembers_across_a_restart(
         assert second.flush()["done"]
         kept = second.retrieve(OPEN_QUERY)["hits"]
         assert [h["payload"]["messageIds"] for h in kept] == ["2"], second.log_tail()
+        # the memory viewer is served by serve too, on the same port
+        page = second.http.get("/ui")
+        assert page.status_code == 200 and "memory-pool viewer" in page.text
+        assert second.http.get("/ui/viewer.js").status_code == 200
+        shown = second.http.get("/agents").json()["agents"]
+        assert [a["name"] for a in shown] == ["mythos"]
+        listed = second.http.get("/agents/mythos/memories").json()["memories"]
+        assert {m["id"] for m in listed} >= {h["id"] for h in found["hits"]}
         assert second.interrupt() == 0, second.log_tail()
 
 
