@@ -1,10 +1,10 @@
 """Memory viewer load time: the page and the API calls it makes, for an agent of 1k and 50k points.
 
-Run: .venv/bin/python -m bench.viewer [--quick] [--samples N]
+Run: .venv/bin/python -m bench.viewer [--qdrant local|rest] [--quick] [--samples N]
 
 Same run, same API process, two agents: `small` (1k chunks, the baseline) and `large` (50k);
-Qdrant as `memory-pool serve` keeps it (qdrant-client local mode under the data folder) and,
-with --rest, also the REST test server (local mode behind Qdrant's REST API, payload indexes
+Qdrant as `memory-pool serve` keeps it (qdrant-client local mode under the data folder), or
+with `--qdrant rest` the REST test server (local mode behind Qdrant's REST API, payload indexes
 created as memory-pool creates them). The page is timed in Debian's headless Chromium, from
 navigation to the first page of chunks rendered.
 """
@@ -116,9 +116,7 @@ def measure(stack: Stack, label: str, samples: int, profile: Path) -> list[list[
             found: dict[str, list[float]] = {}
             for name, call in api_calls(http, stack.api_url, bot).items():
                 found[name] = timed(call, samples)
-            found["page: browse"] = [
-                page_load(driver, stack.api_url, bot) for _ in range(samples)
-            ]
+            found["page: browse"] = [page_load(driver, stack.api_url, bot) for _ in range(samples)]
             for name, values in found.items():
                 rows.append([label, name, bot, size, median(values), pct(values, 95)])
             print("done:", label, bot, file=sys.stderr, flush=True)
@@ -160,13 +158,11 @@ def run(rest: bool, samples: int, quick: bool) -> list[list[Any]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="5k points instead of 50k")
-    parser.add_argument("--rest", action="store_true", help="also on the REST test server")
+    parser.add_argument("--qdrant", choices=["local", "rest"], default="local")
     parser.add_argument("--samples", type=int, default=7)
     args = parser.parse_args(argv)
     print(describe())
-    rows = run(False, args.samples, args.quick)
-    if args.rest:
-        rows += run(True, args.samples, args.quick)
+    rows = run(args.qdrant == "rest", args.samples, args.quick)
     print()
     print(
         "Memory viewer: API calls the page makes, and the page in headless Chromium (navigation "

@@ -28,7 +28,6 @@ Point = tuple[str, dict[str, Any]]
 DAY_MS = 86_400_000
 SCAN_BATCH = 2048
 COUNT_BATCH = 10_000  # two small fields per point: big pages, few local-mode scans
-NEWEST_FIRST = models.OrderBy(key=TIMESTAMP, direction=models.Direction.DESC)
 
 
 class StoreBrowsing:
@@ -54,10 +53,12 @@ class StoreBrowsing:
     ) -> list[Point] | None:
         """One ordered scroll, enough when the page does not end inside a group of equal
         timestamps that the scroll may have cut (Qdrant orders ties in no particular order).
-        The cursor's own chunk comes back too (`lte`), hence one spare."""
-        upper = [time_range(lte=after.timestamp)] if after is not None else []
+        The scroll starts at the cursor's timestamp (`start_from`, inclusive: the cursor's own
+        chunk comes back too, hence one spare): an index seek on a server, and in local mode no
+        range filter to evaluate in Python for every point."""
         asked = wanted + 2
-        got = self._ordered_scroll(name, with_conditions([*must, *upper]), asked)
+        start = after.timestamp if after is not None else None
+        got = self._ordered_scroll(name, with_conditions(must), asked, start_from=start)
         rows = [p for p in newest_first(got) if before(after, *p)]
         if len(got) < asked:
             return rows  # everything that matches is here
@@ -92,10 +93,16 @@ class StoreBrowsing:
             whole += self._all(name, must, time_range(gte=cut, lte=cut))
         return newest_first(whole)[:wanted]
 
-    def _ordered_scroll(self, name: str, flt: models.Filter | None, limit: int) -> list[Point]:
+    def _ordered_scroll(
+        self, name: str, flt: models.Filter | None, limit: int, *, start_from: int | None = None
+    ) -> list[Point]:
+        order = models.OrderBy(
+            key=TIMESTAMP, direction=models.Direction.DESC, start_from=start_from
+        )
+
         def call(client: QdrantClient) -> list[Point]:
             records, _ = client.scroll(
-                name, scroll_filter=flt, limit=limit, order_by=NEWEST_FIRST,
+                name, scroll_filter=flt, limit=limit, order_by=order,
                 with_payload=True, with_vectors=False,
             )  # fmt: skip
             return [(str(r.id), dict(r.payload or {})) for r in records]
@@ -108,7 +115,10 @@ class StoreBrowsing:
         # A server collection without the `timestamp` index (one st-qdrant-memory made, that
         # memory-pool never wrote to) cannot be ordered by Qdrant: sort every match here.
         log.warning("collection %s has no timestamp index; sorting its chunks in memory", name)
-        return newest_first(self.scroll_payloads(name, query_filter=flt, batch=SCAN_BATCH))[:limit]
+        found = self.scroll_payloads(name, query_filter=flt, batch=SCAN_BATCH)
+        if start_from is not None:
+            found = (p for p in found if (timestamp_of(p[1]) or 0) <= start_from)
+        return newest_first(found)[:limit]
 
     def _all(self, name: str, must: list[models.Condition], *extra: models.Condition) -> list:
         flt = with_conditions(must, *extra)
