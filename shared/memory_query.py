@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from shared.errors import InvalidInput
 
 TIMESTAMP = "timestamp"
 MAX_POINT_INT = 2**64 - 1  # Qdrant's integer ids are unsigned 64-bit
+CURSOR_STAMP = re.compile(r"-?[0-9]{1,18}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +46,11 @@ class Cursor:
     @classmethod
     def decode(cls, raw: str) -> Cursor:
         stamp, _, point = raw.partition("_")
-        if not stamp.lstrip("-").isdigit() or normal_point_id(point) is None:
+        normal = normal_point_id(point)
+        # ASCII digits only ("²".isdigit() is true) and within Qdrant's 64-bit integers
+        if not CURSOR_STAMP.fullmatch(stamp) or normal is None:
             raise InvalidInput(f"cursor {raw[:80]!r} is not one this API gave out")
-        return cls(int(stamp), normal_point_id(point) or point)
+        return cls(int(stamp), normal)
 
 
 def normal_point_id(raw: str) -> str | None:

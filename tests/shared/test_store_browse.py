@@ -136,7 +136,10 @@ def test_a_server_collection_without_the_timestamp_index_is_still_ordered(
         raw.close()
 
 
-@pytest.mark.parametrize("raw", ["", "x_y", "12_", "12_not-a-uuid", "_" + str(uuid.uuid4())])
+@pytest.mark.parametrize(
+    "raw",
+    ["", "x_y", "12_", "12_not-a-uuid", "_" + str(uuid.uuid4()), "²_1", "9" * 40 + "_1", "1_²"],
+)
 def test_a_cursor_not_given_out_is_refused(raw: str) -> None:
     from shared.errors import InvalidInput
 
