@@ -13,6 +13,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
 
 from tests.client.live_server import Live
+from tests.e2e.test_deletes import st_point
 from tests.support.embedding_server import EmbeddingServer
 from tests.viewer.conftest import message, open_page, seed, wait_for
 
@@ -228,3 +229,24 @@ def test_pipeline_shows_backlog_chart_and_dead_letters(
     while "p1" not in {i for m in live.stack.payloads("mem_mythos") for i in m["messageIdList"]}:
         assert time.monotonic() < deadline, "the replayed dead letter was not written"
         time.sleep(0.05)
+
+
+def test_deleting_an_st_qdrant_memory_point_warns_it_may_come_back(
+    live: Live, browser: WebDriver
+) -> None:
+    seed(live)
+    st = st_point("[2024-06-20]\nAlex: written by the SillyTavern extension", "st-1,st-2")
+    st.payload["timestamp"] = 1_719_000_000_000  # the newest chunk
+    live.stack.runtime.store.upsert("mem_mythos", [st])
+    open_page(browser, live, "browse")
+    wait_for(browser, lambda d: card_ids(d))
+    card = browser.find_element(By.CSS_SELECTOR, f"article[data-id='{st.id}']")
+    assert card.find_element(By.CSS_SELECTOR, ".source").text == "sillytavern (extension)"
+    note = browser.find_element(By.ID, "prune-st-note")
+    after(browser, "#prune-confirm", card.find_element(By.CSS_SELECTOR, "button.danger").click)
+    assert note.is_displayed() and "writing a deleted SillyTavern memory again" in note.text
+    assert browser.find_element(By.ID, "prune-count").text.startswith(
+        "This removes 1 point (2 messages)"
+    )
+    after(browser, "#prune-result", browser.find_element(By.ID, "prune-go").click)
+    assert live.stack.client.get(f"/agents/Mythos/memories/{st.id}").status_code == 404
