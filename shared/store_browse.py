@@ -34,6 +34,7 @@ class StoreBrowsing:
     """Mixed into `Store` (shared/store.py), whose `_read` and `scroll_payloads` it uses."""
 
     _read: Callable[..., Any]
+    _local: bool
     scroll_payloads: Callable[..., Iterator[Point]]
 
     def newest_page(
@@ -137,7 +138,11 @@ class StoreBrowsing:
         """Chunks per day (UTC) and source from `start_ms` on, by their `timestamp`; the key ""
         counts chunks without a source (st-qdrant-memory's). One scan of just two fields."""
         counts: list[Counter[str]] = [Counter() for _ in range(days)]
-        flt = models.Filter(must=[time_range(gte=start_ms, lt=start_ms + days * DAY_MS)])
+        # A server selects the window on its `timestamp` index. Local mode would test the range
+        # in Python on every point for every page (9 s at 50k points, bench/viewer.py); reading
+        # all points unfiltered and keeping the window here is 10x faster.
+        window = time_range(gte=start_ms, lt=start_ms + days * DAY_MS)
+        flt = None if self._local else models.Filter(must=[window])
         fields = models.PayloadSelectorInclude(include=[TIMESTAMP, "source"])
 
         for payload in self._scan(name, flt, fields):
@@ -147,7 +152,7 @@ class StoreBrowsing:
         return counts
 
     def _scan(
-        self, name: str, flt: models.Filter, fields: models.PayloadSelectorInclude
+        self, name: str, flt: models.Filter | None, fields: models.PayloadSelectorInclude
     ) -> Iterator[dict[str, Any]]:
         offset: models.ExtendedPointId | None = None
         while True:
@@ -156,7 +161,7 @@ class StoreBrowsing:
                 lambda client, start=offset: client.scroll(
                     name,
                     scroll_filter=flt,
-                    limit=SCAN_BATCH,
+                    limit=COUNT_BATCH,
                     offset=start,
                     with_payload=fields,
                     with_vectors=False,
