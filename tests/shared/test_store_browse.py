@@ -12,7 +12,6 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from shared.memory_query import Cursor, MemoryFilters, memory_filter
-from shared.settings import Settings
 from shared.store import PointToWrite, Store
 from shared.store_browse import DAY_MS
 from tests.support.qdrant_server import QdrantTestServer
@@ -40,7 +39,10 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         client.close()
         return
     with QdrantTestServer(tmp_path / "qdrant") as server:
-        opened = Store.open(Settings(qdrant_url=server.url, qdrant_timeout_seconds=5))
+        # as Store.open builds it, without the version check's thread, which would outlive a
+        # quick test and warn once the server has stopped
+        http = QdrantClient(url=server.url, prefer_grpc=False, timeout=5, check_compatibility=False)
+        opened = Store(http, local=False)
         yield opened
         opened.close()
 
@@ -122,7 +124,7 @@ def test_a_server_collection_without_the_timestamp_index_is_still_ordered(
     """st-qdrant-memory creates no payload index; the server refuses to order by `timestamp`
     then, and the store sorts the matches itself."""
     with QdrantTestServer(tmp_path / "q") as server:
-        raw = QdrantClient(url=server.url, prefer_grpc=False, timeout=5)
+        raw = QdrantClient(url=server.url, prefer_grpc=False, timeout=5, check_compatibility=False)
         raw.create_collection(NAME, models.VectorParams(size=DIM, distance=models.Distance.COSINE))
         raw.upsert(NAME, [models.PointStruct(id=p.id, vector=p.vector, payload=p.payload)
                           for p in (point(i, DAY0 + i) for i in range(5))])  # fmt: skip
