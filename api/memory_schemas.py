@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from api.schemas import AGENT_ACCESS, error_docs
 from shared.format import utc_date
 from shared.memory_query import timestamp_of
+from shared.timestamps import MAX_STORABLE_MS
 
 ST_EXTENSION = "sillytavern (extension)"  # how people know the points without a `source`
 
@@ -102,7 +103,7 @@ def memory_view(point_id: str, payload: Mapping[str, Any]) -> Memory:
         source=source,
         writer=source if source is not None else ST_EXTENSION,
         timestamp=stamp,
-        date=utc_date(stamp) if stamp is not None and 0 <= stamp < 253402300800000 else None,
+        date=utc_date(stamp) if stamp is not None and 0 <= stamp <= MAX_STORABLE_MS else None,
         speakers=speakers,
         text=str(payload.get("text", "")),
         message_ids=ids,
