@@ -201,18 +201,27 @@ async function renderPipeline() {
   rendered($("#view-pipeline"));
 }
 
-// QUARANTINE: GET /quarantine comes with the quarantine work (issue #9, another branch). Until
-// it is merged this says so; once it exists, list its conversations here with their reasons.
+// QUARANTINE: GET /quarantine and POST /quarantine/release come with the quarantine work
+// (issue #9, branch `quarantine`; entries: agent, conversation, source, reason, since, messages,
+// failures). Without it this memory-pool answers 404 and the page says so.
 async function renderQuarantine() {
   const box = clear($("#quarantine"));
-  try {
-    const found = await api("GET", "/quarantine");
-    const entries = found.entries || found.conversations || [];
-    if (!entries.length) box.append(el("p", { text: "None." }));
-    for (const entry of entries) box.append(el("pre", { class: "card", text: JSON.stringify(entry, null, 1) }));
-  } catch (error) {
+  let found;
+  try { found = await api("GET", "/quarantine", { query: { limit: 100 } }); } catch (error) {
     box.append(el("p", { class: "hint", text: error.status === 404
       ? "This memory-pool has no quarantine endpoint yet." : error.detail || String(error) }));
+    return;
+  }
+  if (!found.entries.length) box.append(el("p", { text: "None." }));
+  for (const entry of found.entries) {
+    const release = el("button", { type: "button", class: "small", text: "Release (try again)",
+      onclick: () => api("POST", "/quarantine/release", { body: { bot: entry.agent, conversation: entry.conversation } })
+        .then((r) => status(`Released ${r.released}.`)).then(renderQuarantine).catch(fail) });
+    box.append(el("article", { class: "card" },
+      el("header", {}, el("strong", { text: entry.agent }), " ", el("span", { text: entry.conversation })),
+      el("p", { class: "warn", text: entry.reason }),
+      el("p", { class: "meta", text: `${entry.messages} messages waiting · ${entry.failures} failures · since ${isoTime(entry.since)}` }),
+      el("footer", {}, release)));
   }
 }
 
