@@ -80,7 +80,11 @@ local claimed = {}
 for n, member in ipairs(members) do
   local lease = ARGV[4] .. member
   local left = redis.call('PTTL', lease)
-  if left > 0 then
+  if redis.call('ZSCORE', KEYS[2], member) then
+    -- Quarantined (a save, a force flush or a delete made it due again): it waits for a
+    -- release, never for a flush, so it cannot hold back the conversations batched with it.
+    redis.call('ZREM', KEYS[1], member)
+  elseif left > 0 then
     -- Busy elsewhere: look again when that lease would expire, so a dead worker's
     -- conversation is handed on within seconds and live ones are not polled.
     redis.call('ZADD', KEYS[1], now + left, member)
@@ -130,7 +134,7 @@ if consumed > 0 then
 end
 for d = 12, #ARGV do redis.call('RPUSH', KEYS[5], ARGV[d]) end
 redis.call('HSET', KEYS[2], 'written', written)
-redis.call('HDEL', KEYS[2], 'attempts', 'inflight', 'retry_at')
+redis.call('HDEL', KEYS[2], 'attempts', 'inflight', 'retry_at', 'failures')
 -- Only the force requests this flush saw are met; one made while it ran still stands.
 local forced = tonumber(ARGV[11])
 local force = tonumber(redis.call('HGET', KEYS[2], 'force') or '0')
@@ -344,7 +348,7 @@ class Buffers:
         """Lease up to `limit` conversations whose flush is due and that no worker holds."""
         base = uuid.uuid4().hex
         args = [_now_ms(), self.lease_ms, limit, keys.lease(""), base]
-        result = self._claim(keys=[keys.DUE], args=args)
+        result = self._claim(keys=[keys.DUE, keys.QUARANTINE], args=args)
         pairs = [_decode(item) for item in result]
         return [Claim(pairs[i], pairs[i + 1]) for i in range(0, len(pairs), 2)]
 
