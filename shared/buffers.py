@@ -60,14 +60,17 @@ for g = 1, groups do
     redis.call('SADD', convs, member)
     -- The first spelling that stores something names the agent (its canonical name).
     redis.call('HSETNX', KEYS[3], collection, agent)
-    -- A chunk may close now: flush at once; else wait for the conversation to go quiet.
-    local target = now + idle_ms
-    if chars >= min_chars or gap then target = now end
-    -- A conversation backing off (provider or Qdrant down) keeps its retry time.
-    local retry_at = tonumber(redis.call('HGET', meta, 'retry_at') or '0')
-    if target < retry_at then target = retry_at end
-    local current = tonumber(redis.call('ZSCORE', due, member))
-    if current == nil or current > now then redis.call('ZADD', due, target, member) end
+    -- A quarantined conversation keeps its new messages but waits for a release.
+    if not redis.call('ZSCORE', KEYS[4], member) then
+      -- A chunk may close now: flush at once; else wait for the conversation to go quiet.
+      local target = now + idle_ms
+      if chars >= min_chars or gap then target = now end
+      -- A conversation backing off (provider or Qdrant down) keeps its retry time.
+      local retry_at = tonumber(redis.call('HGET', meta, 'retry_at') or '0')
+      if target < retry_at then target = retry_at end
+      local current = tonumber(redis.call('ZSCORE', due, member))
+      if current == nil or current > now then redis.call('ZADD', due, target, member) end
+    end
   end
 end
 return {accepted, dups}
@@ -296,7 +299,7 @@ def save_call(
     args: list[object] = [_now_ms(), ttl, len(groups), agent.collection]
     for key, items in groups.items():
         args.extend(_group_args(agent.name, key, items, conv))
-    return [keys.DUE, keys.blocked(agent.collection), keys.NAMES], args
+    return [keys.DUE, keys.blocked(agent.collection), keys.NAMES, keys.QUARANTINE], args
 
 
 def save_counts(result: Sequence[object]) -> SaveCounts:
