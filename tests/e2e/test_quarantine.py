@@ -20,6 +20,7 @@ import pytest
 import workers.flush
 from shared import keys
 from shared.agents import AgentConfig, Agents
+from shared.quarantine import Quarantine
 from tests.legacy import BASE_TS, LONG, MICROSECONDS_TS, buffer_legacy, record
 from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
@@ -80,7 +81,7 @@ def stored(stack: Stack, collection: str) -> list[list[str]]:
 
 
 def quarantined(stack: Stack) -> list[str]:
-    return [member for member, _ in stack.runtime.quarantine.members()]
+    return [member for member, _ in Quarantine(stack.runtime.redis).members()]
 
 
 def test_poisoned_conversations_are_quarantined_and_the_victim_written(stack: Stack) -> None:
@@ -91,8 +92,8 @@ def test_poisoned_conversations_are_quarantined_and_the_victim_written(stack: St
     named = poison(stack, LONG_NAME, "mem_" + "b" * 1020, record("b1", BASE_TS))
     victim_and_poison_due_together(stack, year, named)
 
+    wait_for(lambda: stored(stack, "mem_victim") == [["v1", "v2"]], timeout=10)
     wait_for(lambda: len(quarantined(stack)) == 2)
-    wait_for(lambda: stored(stack, "mem_victim") == [["v1", "v2"]])
     assert stack.flush("victim") == {
         "conversations": 1, "pending": 0, "quarantined": 0, "done": True
     }  # fmt: skip
