@@ -102,6 +102,7 @@ def _stats(runtime: Runtime, agent: AgentConfig) -> StatsResponse:
     conversations = runtime.buffers.conversations_of(collection)
     last: Any = runtime.redis.hget(keys.agent_stats(collection), "last_write")
     held = runtime.quarantine.entries(runtime.quarantine.members(collection))
+    quarantined = [QuarantinedConversation.model_validate(e, from_attributes=True) for e in held]
     return StatsResponse(
         collection=collection,
         points=total,
@@ -110,9 +111,8 @@ def _stats(runtime: Runtime, agent: AgentConfig) -> StatsResponse:
         conversations=len(conversations),
         buffered_messages=runtime.buffers.buffered_messages(conversations),
         last_write=int(last) if last else None,
-        quarantined=[QuarantinedConversation.model_validate(entry, from_attributes=True)
-                     for entry in held],
-    )  # fmt: skip
+        quarantined=quarantined,
+    )
 
 
 @router.get("/stats", response_model=StatsResponse, responses=AGENT_ACCESS)
