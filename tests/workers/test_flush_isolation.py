@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from qdrant_client import models
+from qdrant_client.http.exceptions import UnexpectedResponse
 
 from shared import keys
 from shared.agents import AgentConfig, Agents
@@ -283,3 +285,27 @@ def test_an_embedding_batch_broken_by_one_conversation_writes_the_others(
     assert world.stored_ids("mem_victim") == [["v1-0", "v1-1"]]
     assert report.retried == 1
     assert world.meta(poisoner)["failures"] == "1"
+
+
+def test_a_point_qdrant_refuses_holds_back_no_collection_mate(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Qdrant refusing one conversation's point (a 400, as a server answers bad input) fails
+    # the whole upsert of its collection: each conversation is then written alone, so only
+    # the refused one is set aside and its collection-mates are committed.
+    real = world.runtime.store.upsert
+
+    def upsert(collection: str, points: Any) -> None:
+        if any("POISON" in point.payload["text"] for point in points):
+            content = b'{"status":{"error":"Wrong input: payload refused"}}'
+            raise UnexpectedResponse(400, "Bad Request", content, httpx.Headers())
+        real(collection, points)
+
+    monkeypatch.setattr(world.runtime.store, "upsert", upsert)
+    bad = world.legacy("victim", "mem_victim", "bad", record("b1", BASE_TS, text="POISON " + TEXT))
+    mate = world.save_victim("v1")
+    _, report = world.flush_all()
+    assert world.stored_ids("mem_victim") == [["v1-0", "v1-1"]]
+    assert world.meta(mate)["written"] == "2"
+    assert report.quarantined == 1 and world.quarantined() == [bad]
+    assert world.meta(bad)["quarantined"].startswith("UnexpectedResponse: Unexpected Response: 400")
