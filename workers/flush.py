@@ -355,6 +355,14 @@ def _attached(deps: FlushDeps, work: list[_Work], vectors: Sequence[list[float] 
     return attached
 
 
+def _kept(deps: FlushDeps, item: _Work, report: FlushReport) -> bool:
+    try:
+        return _still_ours(deps, item)
+    except Exception as exc:
+        _isolated(deps, item.state.claim, item.state.meta, exc, report)
+        return False
+
+
 def _committed(deps: FlushDeps, work: list[_Work], report: FlushReport) -> None:
     for item in work:
         try:
@@ -375,6 +383,6 @@ def flush(claims: Sequence[Claim], deps: FlushDeps) -> FlushReport:
         return report
     ready = _embedded(deps, ready, report)
     # Embedding may have taken a while: keep only conversations still ours and unchanged.
-    ready = [item for item in ready if _still_ours(deps, item)]
+    ready = [item for item in ready if _kept(deps, item, report)]
     _committed(deps, _upsert(deps, ready, report), report)
     return report
