@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from api.errors import install_error_handlers
 from api.middleware import install_door
 from api.recall import QueryCache
-from api.routes import agents, dead_letters, memories, operations, retrieve, save, ui
+from api.routes import agents, dead_letters, memories, operations, quarantine, retrieve, save, ui
 from shared.agent_names import AgentNames
 from shared.buffers import AsyncSaver
 from shared.runtime import Runtime, async_redis_client
@@ -58,4 +58,5 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
     app.include_router(dead_letters.router)
     app.include_router(memories.router)
     app.include_router(ui.router)
+    app.include_router(quarantine.router)
     return app

@@ -45,6 +45,8 @@ OPERATIONS = [
     ("/agents/{bot}/memories/{point_id}", "DELETE"),
     ("/agents/{bot}/delete/preview", "POST"),
     ("/agents/{bot}/timeline", "GET"),
+    ("/quarantine", "GET"),
+    ("/quarantine/release", "POST"),
 ]
 # Headers the requests-style case carries that httpx sets itself.
 DROPPED_HEADERS = {"content-length", "connection", "accept-encoding", "host"}

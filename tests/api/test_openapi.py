@@ -31,6 +31,8 @@ EXPECTED = {
     ("/agents/{bot}/memories/{point_id}", "delete"): {"400", "401", "403", "404", "422", "503"},
     ("/agents/{bot}/delete/preview", "post"): {"400", "401", "403", "404", "422", "503"},
     ("/agents/{bot}/timeline", "get"): {"400", "401", "403", "404", "422", "503"},
+    ("/quarantine", "get"): {"400", "401", "403", "404", "422"},
+    ("/quarantine/release", "post"): {"400", "401", "403", "404", "422"},
 }
 
 
@@ -72,8 +74,8 @@ def test_health_and_delete_fields_are_described(schema: dict[str, Any]) -> None:
         "status", "redis", "qdrant", "embedding", "agents",
     }  # fmt: skip
     agent = components["AgentHealth"]["properties"]
-    assert {"collection", "exists", "vector_size", "model", "model_matches", "blocked"} <= set(
-        agent
-    )
+    assert {
+        "collection", "exists", "vector_size", "model", "model_matches", "blocked", "quarantined",
+    } <= set(agent)  # fmt: skip
     scopes = components["DeleteRequest"]["properties"]
     assert set(scopes) == {"source", "channel_id", "conversation_id", "message_id", "user_id"}
