@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from cachetools import TTLCache
 
+from shared import metrics
 from shared.agents import AgentConfig
 from shared.embedder import Embedder
 from shared.errors import InputRejected, RecallTimeout
@@ -57,7 +58,9 @@ class QueryCache:
         with self._lock:
             cached = self._cache.get(text)
         if cached is not None:
+            metrics.QUERY_CACHE.labels("hit").inc()
             return cached
+        metrics.QUERY_CACHE.labels("miss").inc()
         if not self._slots.acquire(timeout=self._wait):
             raise RecallBusy(
                 f"{self._concurrency} query embeddings are already running; answer without "

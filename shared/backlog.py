@@ -1,0 +1,179 @@
+"""The backlog, read from Redis when Prometheus scrapes: is the write path keeping up?
+
+Three pipelined round trips, none of them a script, so a scrape never holds Redis (and /save)
+for longer than one small command: the totals, then each agent's conversations, then each
+conversation's buffer. BENCHMARKS.md times it with 1,000 buffered conversations.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import redis
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from shared import keys
+
+log = logging.getLogger(__name__)
+
+CELERY_QUEUE = "celery"  # Celery's default queue: a LIST in the broker (api/health.py reads it)
+# The quarantine of conversations a flush cannot write (issue #9, branch `quarantine`): any
+# Redis type is counted by its size, so the gauge works as soon as that branch writes the key.
+QUARANTINE_KEY = f"{keys.PREFIX}quarantine"
+_SIZE_OF_TYPE = {"zset": "zcard", "hash": "hlen", "set": "scard", "list": "llen"}
+
+
+@dataclass
+class Backlog:
+    """One reading of the backlog."""
+
+    due: int = 0
+    scheduled: int = 0
+    overdue_seconds: float = 0.0
+    queued_tasks: int = 0
+    dead_letters: int = 0
+    replays_queued: int = 0
+    quarantined: int = 0
+    oldest_message_age_seconds: float = 0.0
+    buffered: dict[str, int] = field(default_factory=dict)  # agent label -> messages
+    held: dict[str, int] = field(default_factory=dict)  # agent label -> conversations
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def read_backlog(client: redis.Redis, label: Callable[[str], str]) -> Backlog:
+    """The backlog now; `label` turns an agent's name into its metric label."""
+    now_ms = int(time.time() * 1000)
+    pipe = client.pipeline(transaction=False)
+    pipe.zcount(keys.DUE, "-inf", now_ms)
+    pipe.zcard(keys.DUE)
+    pipe.zrangebyscore(keys.DUE, "-inf", now_ms, start=0, num=1, withscores=True)
+    pipe.llen(CELERY_QUEUE)
+    pipe.llen(keys.DEAD_LETTERS)
+    pipe.llen(keys.REPLAY)
+    pipe.hgetall(keys.NAMES)
+    pipe.type(QUARANTINE_KEY)
+    due, scheduled, first_due, queued, dead, replay, names, qtype = pipe.execute()
+    backlog = Backlog(due, scheduled, queued_tasks=queued, dead_letters=dead, replays_queued=replay)
+    if first_due:
+        backlog.overdue_seconds = max(0.0, (now_ms - first_due[0][1]) / 1000)
+    agents = {_text(c): label(_text(n)) for c, n in names.items()}
+    _read_conversations(client, agents, _text(qtype), backlog, now_ms)
+    return backlog
+
+
+def _read_conversations(
+    client: redis.Redis, agents: dict[str, str], qtype: str, backlog: Backlog, now_ms: int
+) -> None:
+    pipe = client.pipeline(transaction=False)
+    for collection in agents:
+        pipe.smembers(keys.conversations(collection))
+        pipe.exists(keys.blocked(collection))
+    if qtype in _SIZE_OF_TYPE:
+        getattr(pipe, _SIZE_OF_TYPE[qtype])(QUARANTINE_KEY)
+    replies = pipe.execute()
+    if qtype in _SIZE_OF_TYPE:
+        backlog.quarantined = int(replies.pop())
+    owners = []  # (agent label, blocked, conversation)
+    for label, members, blocked in zip(agents.values(), replies[::2], replies[1::2], strict=True):
+        owners.extend((label, bool(blocked), _text(m)) for m in members)
+    pipe = client.pipeline(transaction=False)
+    for _, _, conversation in owners:
+        pipe.llen(keys.buffer(conversation))
+        pipe.lindex(keys.buffer(conversation), 0)
+        pipe.hget(keys.meta(conversation), "noidle")
+    replies = pipe.execute()
+    oldest = now_ms
+    for (label, blocked, _), (length, first, noidle) in zip(owners, _triples(replies), strict=True):
+        backlog.buffered[label] = backlog.buffered.get(label, 0) + int(length)
+        if blocked and length:
+            backlog.held[label] = backlog.held.get(label, 0) + 1
+        # An import's messages carry the chat's own old dates: not a sign of falling behind.
+        if first is not None and noidle != b"1":
+            oldest = min(oldest, _message_ts(first, now_ms))
+    backlog.oldest_message_age_seconds = max(0.0, (now_ms - oldest) / 1000)
+
+
+def _triples(replies: list) -> Iterator[tuple]:
+    return zip(replies[::3], replies[1::3], replies[2::3], strict=True)
+
+
+def _message_ts(raw: bytes, now_ms: int) -> int:
+    try:
+        return int(json.loads(raw)["ts"])
+    except (ValueError, KeyError, TypeError):
+        return now_ms
+
+
+class BacklogCollector(Collector):
+    """A custom collector: the backlog is read at scrape time, never kept in the process."""
+
+    def __init__(self, client: redis.Redis, label: Callable[[str], str]) -> None:
+        self.client = client
+        self.label = label
+
+    def collect(self) -> Iterator[Metric]:
+        started = time.perf_counter()
+        try:
+            backlog = read_backlog(self.client, self.label)
+        except redis.RedisError as exc:
+            log.warning("backlog not readable for metrics: %s", exc)
+            yield _gauge("up", "1 when the backlog could be read from Redis.", 0)
+            return
+        yield _gauge("up", "1 when the backlog could be read from Redis.", 1)
+        yield from _families(backlog)
+        yield _gauge(
+            "read_duration_seconds",
+            "Time this scrape took to read the backlog from Redis.",
+            time.perf_counter() - started,
+        )
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(f"memory_pool_backlog_{name}", documentation, value=value)
+
+
+def _by_agent(name: str, documentation: str, values: dict[str, int]) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(f"memory_pool_backlog_{name}", documentation, labels=["agent"])
+    for agent, value in sorted(values.items()):
+        family.add_metric([agent], value)
+    return family
+
+
+def _families(b: Backlog) -> Iterator[Metric]:
+    yield _gauge("due_conversations", "Conversations due for a flush now.", b.due)
+    yield _gauge(
+        "scheduled_conversations", "Conversations with a flush scheduled, due or not.", b.scheduled
+    )
+    yield _gauge(
+        "overdue_seconds", "How long the longest-waiting due conversation is past due.",
+        b.overdue_seconds,
+    )  # fmt: skip
+    yield _by_agent("buffered_messages", "Messages waiting in Redis buffers (open chunks "
+                    "included).", b.buffered)  # fmt: skip
+    yield _gauge(
+        "oldest_message_age_seconds",
+        "Age of the oldest buffered message by its own timestamp (imports excluded).",
+        b.oldest_message_age_seconds,
+    )
+    yield _gauge("queued_tasks", "Tasks waiting in the Celery queue.", b.queued_tasks)
+    yield _gauge("dead_letters", "Chunks in the dead letters.", b.dead_letters)
+    yield _gauge("replays_queued", "Dead letters queued for another try.", b.replays_queued)
+    yield _by_agent(
+        "held_conversations",
+        "Conversations with buffered messages whose agent's writes are held (a collection of "
+        "another embedding model or size).",
+        b.held,
+    )
+    yield _gauge(
+        "quarantined_conversations",
+        f"Conversations in the quarantine ({QUARANTINE_KEY}; 0 until that is in use).",
+        b.quarantined,
+    )
