@@ -1,8 +1,8 @@
 """The backlog, read from Redis when Prometheus scrapes: is the write path keeping up?
 
-Three pipelined round trips, none of them a script, so a scrape never holds Redis (and /save)
-for longer than one small command: the totals, then each agent's conversations, then each
-conversation's buffer. BENCHMARKS.md times it with 1,000 buffered conversations.
+Four pipelined round trips, none of them a script, so a scrape never holds Redis (and /save)
+for longer than one small command: the totals, each agent's conversations, each conversation's
+buffer, the oldest message not stored yet. BENCHMARKS.md times it with 1,000 conversations.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ class Backlog:
     quarantined: int = 0
     oldest_message_age_seconds: float = 0.0
     buffered: dict[str, int] = field(default_factory=dict)  # agent label -> messages
+    unwritten: dict[str, int] = field(default_factory=dict)  # agent label -> messages
     held: dict[str, int] = field(default_factory=dict)  # agent label -> conversations
 
 
@@ -87,22 +88,31 @@ def _read_conversations(
     pipe = client.pipeline(transaction=False)
     for _, _, conversation in owners:
         pipe.llen(keys.buffer(conversation))
-        pipe.lindex(keys.buffer(conversation), 0)
-        pipe.hget(keys.meta(conversation), "noidle")
+        pipe.hmget(keys.meta(conversation), "written", "noidle")
     replies = pipe.execute()
-    oldest = now_ms
-    for (label, blocked, _), (length, first, noidle) in zip(owners, _triples(replies), strict=True):
+    waiting = []  # (conversation, index of its first unwritten message)
+    for (label, blocked, conversation), length, (written, noidle) in zip(
+        owners, replies[::2], replies[1::2], strict=True
+    ):
+        # The open chunk's first `written` messages are stored already (its point).
+        unwritten = max(0, int(length) - int(written or 0))
         backlog.buffered[label] = backlog.buffered.get(label, 0) + int(length)
-        if blocked and length:
+        backlog.unwritten[label] = backlog.unwritten.get(label, 0) + unwritten
+        if blocked and unwritten:
             backlog.held[label] = backlog.held.get(label, 0) + 1
         # An import's messages carry the chat's own old dates: not a sign of falling behind.
-        if first is not None and noidle != b"1":
-            oldest = min(oldest, _message_ts(first, now_ms))
-    backlog.oldest_message_age_seconds = max(0.0, (now_ms - oldest) / 1000)
+        if unwritten and noidle != b"1":
+            waiting.append((conversation, int(written or 0)))
+    backlog.oldest_message_age_seconds = _oldest_age(client, waiting, now_ms)
 
 
-def _triples(replies: list) -> Iterator[tuple]:
-    return zip(replies[::3], replies[1::3], replies[2::3], strict=True)
+def _oldest_age(client: redis.Redis, waiting: list[tuple[str, int]], now_ms: int) -> float:
+    """Age of the oldest unwritten message, by its own timestamp."""
+    pipe = client.pipeline(transaction=False)
+    for conversation, first in waiting:
+        pipe.lindex(keys.buffer(conversation), first)
+    oldest = min((_message_ts(raw, now_ms) for raw in pipe.execute() if raw), default=now_ms)
+    return max(0.0, (now_ms - oldest) / 1000)
 
 
 def _message_ts(raw: bytes, now_ms: int) -> int:
@@ -158,9 +168,12 @@ def _families(b: Backlog) -> Iterator[Metric]:
     )  # fmt: skip
     yield _by_agent("buffered_messages", "Messages waiting in Redis buffers (open chunks "
                     "included).", b.buffered)  # fmt: skip
+    yield _by_agent(
+        "unwritten_messages", "Buffered messages not stored in any point yet.", b.unwritten
+    )
     yield _gauge(
         "oldest_message_age_seconds",
-        "Age of the oldest buffered message by its own timestamp (imports excluded).",
+        "Age of the oldest message not stored yet, by its own timestamp (imports excluded).",
         b.oldest_message_age_seconds,
     )
     yield _gauge("queued_tasks", "Tasks waiting in the Celery queue.", b.queued_tasks)

@@ -63,18 +63,30 @@ def embedding_status(error: BaseException) -> str:
     return "error"
 
 
+def _embedding_failed(error: UpstreamUnavailable) -> None:
+    status = embedding_status(error)
+    metrics.EMBED_ERRORS.labels(status).inc()
+    _note("embedding_rate_limited" if status == "429" else "embedding_unavailable")
+
+
 def instrument_embedder(embedder: Embedder) -> Embedder:
-    """Time and count `embed`; the embedder is otherwise unchanged."""
-    inner = embedder.embed
+    """Time and count `embed`, and count the failures of `dimensions` (a new collection's first
+    request); the embedder is otherwise unchanged."""
+    inner, size = embedder.embed, embedder.dimensions
+
+    def dimensions() -> int:
+        try:
+            return size()
+        except UpstreamUnavailable as exc:
+            _embedding_failed(exc)
+            raise
 
     def embed(texts: Sequence[str]) -> list[Embedded]:
         started = time.perf_counter()
         try:
             result = inner(texts)
         except UpstreamUnavailable as exc:
-            status = embedding_status(exc)
-            metrics.EMBED_ERRORS.labels(status).inc()
-            _note("embedding_rate_limited" if status == "429" else "embedding_unavailable")
+            _embedding_failed(exc)
             raise
         finally:
             metrics.EMBED_SECONDS.observe(time.perf_counter() - started)
@@ -85,6 +97,7 @@ def instrument_embedder(embedder: Embedder) -> Embedder:
         return result
 
     embedder.embed = embed  # type: ignore[method-assign]
+    embedder.dimensions = dimensions  # type: ignore[method-assign]
     return embedder
 
 

@@ -28,7 +28,11 @@ AGENTS_FILE = {
         {"name": "ops", "key": OPS_KEY},
         {"name": "vault-only", "key": SCOPED_KEY, "agents": ["vault"]},
     ],
-    "agents": [{"name": "Polaris"}, {"name": "vault", "require_key": True}],
+    "agents": [
+        {"name": "Polaris"},
+        {"name": "vault", "require_key": True},
+        *({"name": name} for name in ("backlog", "ratelimited", "sweep")),
+    ],
 }
 START_TIMEOUT_S = 60.0
 
@@ -136,6 +140,7 @@ def live_deployment(root: Path) -> Iterator[Deployment]:
     qdrant = QdrantTestServer(root / "qdrant")
     embeddings = EmbeddingServer(dims=64)
     procs: list[Proc] = []
+    deployment: Deployment | None = None
     try:
         redis_server.start()
         qdrant.start()
@@ -157,6 +162,8 @@ def live_deployment(root: Path) -> Iterator[Deployment]:
         _wait_ready(deployment)
         yield deployment
     finally:
+        if deployment is not None:
+            deployment.http.close()
         for proc in procs:
             proc.kill()
         embeddings.stop()
