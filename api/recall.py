@@ -102,7 +102,9 @@ def recall(
     except InputRejected as exc:
         # The provider refuses this text for good (content policy, length): nothing can match
         # it, which is "no memories", not a server fault (an undocumented 500 before).
-        log.warning("recall query refused by the embedding provider: %s", exc)
+        # Its reason may quote the query: only at DEBUG.
+        log.warning("recall query refused by the embedding provider")
+        log.debug("embedding provider's reason: %s", exc)
         return Recall([], "", 0)
     # A Qdrant server matches excluded ids on its keyword index; local mode would test them
     # against every point in Python (4-10x slower, bench/recall.py), so there the selector alone
