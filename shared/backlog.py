@@ -42,7 +42,7 @@ class Backlog:
     oldest_message_age_seconds: float = 0.0
     buffered: dict[str, int] = field(default_factory=dict)  # agent label -> messages
     unwritten: dict[str, int] = field(default_factory=dict)  # agent label -> messages
-    held: dict[str, int] = field(default_factory=dict)  # agent label -> conversations
+    held: int = 0  # conversations with unwritten messages whose agent's writes are held
 
 
 def _text(value: bytes | str) -> str:
@@ -99,7 +99,7 @@ def _read_conversations(
         backlog.buffered[label] = backlog.buffered.get(label, 0) + int(length)
         backlog.unwritten[label] = backlog.unwritten.get(label, 0) + unwritten
         if blocked and unwritten:
-            backlog.held[label] = backlog.held.get(label, 0) + 1
+            backlog.held += 1
         # An import's messages carry the chat's own old dates: not a sign of falling behind.
         if unwritten and noidle != b"1":
             waiting.append((conversation, int(written or 0)))
@@ -179,7 +179,7 @@ def _families(b: Backlog) -> Iterator[Metric]:
     yield _gauge("queued_tasks", "Tasks waiting in the Celery queue.", b.queued_tasks)
     yield _gauge("dead_letters", "Chunks in the dead letters.", b.dead_letters)
     yield _gauge("replays_queued", "Dead letters queued for another try.", b.replays_queued)
-    yield _by_agent(
+    yield _gauge(
         "held_conversations",
         "Conversations with buffered messages whose agent's writes are held (a collection of "
         "another embedding model or size).",
