@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any
 
 from tests.faults.conftest import wait_until
-from tests.observability.deployment import OPS_KEY, SCOPED_KEY, Deployment
+from tests.observability.deployment import OPS_KEY, SCOPED_KEY, Deployment, value
 from tests.observability.test_metrics import messages
 
 TEXT_MARKER = "zebracrossing-private-words"
@@ -55,6 +55,7 @@ def test_a_request_id_is_made_when_none_or_an_unsafe_one_is_given(deployment: De
 
 def test_no_message_text_user_names_or_keys_in_logs(deployment: Deployment) -> None:
     deployment.embeddings.reject_inputs_containing(REJECTED_MARKER)
+    dead_before = value(deployment.worker_metrics(), "memory_pool_flush_dead_letters_total")
     body = [*messages("private", 2), *messages("rejected", 1)]  # two chunks
     body[0]["text"] = f"I will tell you about {TEXT_MARKER} now"
     body[1]["speaker_name"] = NAME_MARKER
@@ -72,6 +73,9 @@ def test_no_message_text_user_names_or_keys_in_logs(deployment: Deployment) -> N
     )
     assert found.status_code == 200 and TEXT_MARKER in found.text  # it was stored
     wait_until(lambda: "rejected" in deployment.logs(), 10, "the rejection to be logged")
+    dead_after = value(deployment.worker_metrics(), "memory_pool_flush_dead_letters_total")
+    assert dead_after - dead_before == 1
+    assert value(deployment.api_metrics(), "memory_pool_backlog_dead_letters") >= 1
     logs = deployment.logs()
     for secret in (TEXT_MARKER, NAME_MARKER, REJECTED_MARKER, OPS_KEY, SCOPED_KEY,
                    "embedding-key-SECRET-99"):  # fmt: skip

@@ -5,8 +5,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tests.faults.conftest import wait_until
-from tests.observability.deployment import OPS_KEY, SCOPED_KEY, Deployment, value
+from tests.faults.conftest import FLUSH_DONE, wait_until
+from tests.observability.deployment import (
+    OPS_KEY,
+    SCOPED_KEY,
+    Deployment,
+    parse_metrics,
+    value,
+)
 
 TS = 1_718_000_000_000
 
@@ -117,7 +123,6 @@ def test_the_backlog_falls_to_zero_after_a_flush(deployment: Deployment) -> None
     wait_until(drained, 20, "the backlog to drain")
     samples = deployment.api_metrics()
     assert value(samples, "memory_pool_backlog_up") == 1
-    assert value(samples, "memory_pool_backlog_dead_letters") == 0
 
 
 def test_recall_latency_hits_and_the_query_cache(deployment: Deployment) -> None:
@@ -152,3 +157,16 @@ def test_the_scheduler_counts_what_it_hands_out(deployment: Deployment) -> None:
     claimed = "memory_pool_scheduler_claimed_conversations_total"
     assert value(after, claimed) - value(before, claimed) >= 1
     assert value(after, "memory_pool_scheduler_ticks_total", outcome="ok") > 0
+
+
+def test_each_worker_reports_every_flush_its_pool_ran(deployment: Deployment) -> None:
+    # worker1 is a prefork pool of 2: its children's counts reach its one endpoint.
+    for n in range(6):
+        deployment.save({"bot": "sweep", "messages": messages(f"pool{n}", 2)})
+    deployment.flush("sweep")
+    for worker, port in deployment.workers:
+        text = deployment.http.get(f"http://127.0.0.1:{port}/metrics").text
+        counted = value(parse_metrics(text), "memory_pool_flush_tasks_total", outcome="ok")
+        logged = len(FLUSH_DONE.findall(worker.log()))
+        assert counted == logged, (worker.name, counted, logged)
+    assert value(deployment.worker_metrics(), "memory_pool_flush_tasks_total") > 0
