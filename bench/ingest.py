@@ -1,6 +1,10 @@
 """Ingest acceptance: Discord-plugin traffic against /save, next to /noop and the naive design.
 
-Run: .venv/bin/python -m bench.ingest [--quick] [--profile]
+Run: .venv/bin/python -m bench.ingest [--quick] [--profile] [--metrics-off-too]
+
+--metrics-off-too also serves the same app with MEMORY_POOL_METRICS=false (a second API process on
+the same Redis) and sends /save to both in every round, while a scraper reads the metrics-on
+API's /metrics every second: the cost of metrics, in one run.
 """
 
 from __future__ import annotations
@@ -9,18 +13,24 @@ import argparse
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from bench import profiling
 from bench.machine import cpu_seconds, describe
 from bench.noop_app import NAIVE_QUEUE
-from bench.procs import ROOT, base_env
+from bench.procs import ROOT, Proc, base_env
 from bench.stack import Stack
 from bench.stats import median, pct, ratio, table
+from tests.support.redis_server import free_port
 
 PATHS = ("/noop", "/save", "/naive")
+METRICS_OFF = "/save (metrics off)"  # a row of its own: /save on the API without metrics
+SCRAPE_EVERY_S = 1.0
 
 
 class LoadGen:
@@ -55,10 +65,14 @@ class LoadGen:
             self.popen.wait()
 
 
-def _one(stack: Stack, gen: LoadGen, path: str, requests: int, conc: int) -> dict[str, Any]:
-    api, redis_pid = stack.proc("api").pid, stack.redis_pid()
+Target = tuple[Proc, str, str]  # the API process, its URL, the path
+
+
+def _one(stack: Stack, gen: LoadGen, target: Target, requests: int, conc: int) -> dict[str, Any]:
+    proc, url, path = target
+    api, redis_pid = proc.pid, stack.redis_pid()
     cpu0 = cpu_seconds(api), cpu_seconds(redis_pid)
-    result = gen.run(cmd="http", url=stack.api_url, path=path, requests=requests, concurrency=conc)
+    result = gen.run(cmd="http", url=url, path=path, requests=requests, concurrency=conc)
     cpu1 = cpu_seconds(api), cpu_seconds(redis_pid)
     lat = result["latencies_ms"]
     bad = {k: v for k, v in result["statuses"].items() if k != "202"}
@@ -77,6 +91,27 @@ def _one(stack: Stack, gen: LoadGen, path: str, requests: int, conc: int) -> dic
         "accepted": result["accepted"],
         "sent_new": result["new"],
     }
+
+
+def _start_api_without_metrics(stack: Stack) -> Target:
+    """The same bench app with MEMORY_POOL_METRICS=false, beside the metrics-on one."""
+    port = free_port()
+    argv = [sys.executable, "-m", "bench.noop_app", "--port", str(port)]
+    # Its own data folder: Qdrant's local mode is one process's (/save never touches it).
+    env = base_env(**{**stack.env, "MEMORY_POOL_DATA_DIR": str(stack.dir / "data-nometrics")})
+    env["MEMORY_POOL_METRICS"] = "false"
+    proc = Proc("api-nometrics", argv, env, stack.dir)
+    stack.procs.append(proc)
+    url = f"http://127.0.0.1:{port}"
+    proc.wait_http(f"{url}/openapi.json")
+    return proc, url, "/save"
+
+
+def _scrape_forever(url: str, stop: threading.Event) -> None:
+    """Prometheus' part: /metrics every second while the rounds run (not counted in req/s)."""
+    with httpx.Client(trust_env=False, timeout=10) as client:
+        while not stop.wait(SCRAPE_EVERY_S):
+            client.get(f"{url}/metrics")
 
 
 def _profile(stack: Stack, gen: LoadGen, requests: int, conc: int, out: Path) -> str:
@@ -98,30 +133,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--requests", type=int, default=None, help="per endpoint and round")
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--metrics-off-too", action="store_true", help="/save with metrics off too")
     args = parser.parse_args(argv)
+    paths = (*PATHS, METRICS_OFF) if args.metrics_off_too else PATHS
     rounds = args.rounds or (2 if args.quick else 5)
     requests = args.requests or (300 if args.quick else 2000)
     task_msgs = 1000 if args.quick else 5000
     print(describe())
-    results: dict[str, list[dict[str, Any]]] = {p: [] for p in PATHS}
+    results: dict[str, list[dict[str, Any]]] = {p: [] for p in paths}
     loop_rates: list[float] = []
     profile_text = ""
+    stop_scraping = threading.Event()
     with Stack() as stack:
         stack.start_redis()
         stack.start_embedding(384)
-        stack.start_api(module="bench.noop_app")
+        api = stack.start_api(module="bench.noop_app")
+        targets = {path: (api, stack.api_url, path) for path in PATHS}
+        if args.metrics_off_too:
+            targets[METRICS_OFF] = _start_api_without_metrics(stack)
+            threading.Thread(
+                target=_scrape_forever, args=(stack.api_url, stop_scraping), daemon=True
+            ).start()
         gen = LoadGen()
         try:
             gen.run(cmd="warm", url=stack.api_url)
-            for _ in range(rounds):
-                for path in PATHS:
-                    results[path].append(_one(stack, gen, path, requests, args.concurrency))
+            for n in range(rounds):
+                # Alternate the order so neither API always runs on a warmer machine.
+                for path in paths if n % 2 == 0 else paths[::-1]:
+                    result = _one(stack, gen, targets[path], requests, args.concurrency)
+                    results[path].append(result)
                 loop = gen.run(cmd="send_task", broker=stack.env["REDIS_URL"], messages=task_msgs)
                 loop_rates.append(loop["messages"] / loop["elapsed"])
                 stack.redis_client().delete(NAIVE_QUEUE)
             if args.profile:
                 profile_text = _profile(stack, gen, 300, args.concurrency, stack.dir / "api.raw")
         finally:
+            stop_scraping.set()
             gen.close()
     _report(results, loop_rates, rounds, requests, args.concurrency, profile_text)
     return 0
@@ -137,7 +184,7 @@ def _report(
 ) -> None:
     noop_rps = median([r["rps"] for r in results["/noop"]])
     rows = []
-    for path in PATHS:
+    for path in results:
         rs = results[path]
         m = {k: median([r[k] for r in rs]) for k in rs[0]}
         rows.append(
@@ -154,7 +201,7 @@ def _report(
             ]
         )
     loop = median(loop_rates)
-    rows.append(["send_task loop (1/msg)", loop / 30, loop, loop / 30 * 1.5, "", "", "", "", ""])
+    rows.insert(3, ["send_task loop (1/msg)", loop / 30, loop, loop / 30 * 1.5] + [""] * 5)
     print()
     print(
         f"Ingest: {rounds} rounds x {requests} requests per endpoint, {conc} connections, "
@@ -186,6 +233,10 @@ def _report(
         "send_task loop row: messages/s of one producer enqueuing one task per message; "
         "req/s = that / 30 (enqueue every received message), new msgs/s assumes 1.5 new per request"
     )
+    if METRICS_OFF in results:
+        on = median([r["rps"] for r in results["/save"]])
+        off = median([r["rps"] for r in results[METRICS_OFF]])
+        print(f"metrics: /save req/s with metrics on / off = {ratio(on, off):.3f} (same run)")
     if profile_text:
         print("\nprofile of the API process during /save (py-spy):\n" + profile_text)
 
