@@ -126,6 +126,16 @@ def _profile(stack: Stack, gen: LoadGen, requests: int, conc: int, out: Path) ->
     return profiling.summarize(out)
 
 
+def _targets(stack: Stack, metrics_off_too: bool, stop: threading.Event) -> dict[str, Target]:
+    api = stack.start_api(module="bench.noop_app")
+    targets = {path: (api, stack.api_url, path) for path in PATHS}
+    if metrics_off_too:
+        targets[METRICS_OFF] = _start_api_without_metrics(stack)
+        scraper = threading.Thread(target=_scrape_forever, args=(stack.api_url, stop), daemon=True)
+        scraper.start()
+    return targets
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a short smoke run")
@@ -147,13 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     with Stack() as stack:
         stack.start_redis()
         stack.start_embedding(384)
-        api = stack.start_api(module="bench.noop_app")
-        targets = {path: (api, stack.api_url, path) for path in PATHS}
-        if args.metrics_off_too:
-            targets[METRICS_OFF] = _start_api_without_metrics(stack)
-            threading.Thread(
-                target=_scrape_forever, args=(stack.api_url, stop_scraping), daemon=True
-            ).start()
+        targets = _targets(stack, args.metrics_off_too, stop_scraping)
         gen = LoadGen()
         try:
             gen.run(cmd="warm", url=stack.api_url)

@@ -8,6 +8,7 @@ must be set before prometheus-client is imported, which this module does not do 
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import sys
@@ -29,6 +30,7 @@ def use_fresh_multiprocess_dir() -> Path:
         folder.mkdir(parents=True, exist_ok=True)
     else:
         folder = Path(tempfile.mkdtemp(prefix="memory-pool-metrics-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
     os.environ[MULTIPROC_ENV] = str(folder)
     # prometheus-client picks its value class at import; it may be imported already.
     from prometheus_client import values
