@@ -1,11 +1,10 @@
 """Ingest acceptance: Discord-plugin traffic against /save, next to /noop and the naive design.
 
-Run: .venv/bin/python -m bench.ingest [--quick] [--profile] [--metrics-off-too]
+Run: .venv/bin/python -m bench.ingest [--quick] [--profile] [--metrics-cost]
 
---metrics-off-too also serves the same app with MEMORY_POOL_METRICS=false (a second API process on
-the same Redis) and sends /save to both in every round, while a scraper reads the metrics-on
-API's /metrics every --scrape-every seconds (15, as the committed Prometheus config does): the
-cost of metrics, in one run.
+--metrics-cost adds two twin API processes on the same Redis that only take /save, one with
+metrics on (scraped every --scrape-every seconds: 15, as the committed Prometheus config does)
+and one with MEMORY_POOL_METRICS=false, in every round: the cost of metrics, in one run.
 """
 
 from __future__ import annotations
@@ -30,7 +29,8 @@ from bench.stats import median, pct, ratio, table
 from tests.support.redis_server import free_port
 
 PATHS = ("/noop", "/save", "/naive")
-METRICS_OFF = "/save (metrics off)"  # a row of its own: /save on the API without metrics
+METRICS_ON = "/save (twin, metrics on)"
+METRICS_OFF = "/save (twin, metrics off)"
 SCRAPE_EVERY_S = 15.0  # monitoring/prometheus/prometheus.yml's interval
 
 
@@ -94,14 +94,15 @@ def _one(stack: Stack, gen: LoadGen, target: Target, requests: int, conc: int) -
     }
 
 
-def _start_api_without_metrics(stack: Stack) -> Target:
-    """The same bench app with MEMORY_POOL_METRICS=false, beside the metrics-on one."""
+def _start_twin(stack: Stack, metrics: bool) -> Target:
+    """The bench app again, taking only /save, with metrics on or off."""
+    name = f"api-metrics-{'on' if metrics else 'off'}"
     port = free_port()
     argv = [sys.executable, "-m", "bench.noop_app", "--port", str(port)]
     # Its own data folder: Qdrant's local mode is one process's (/save never touches it).
-    env = base_env(**{**stack.env, "MEMORY_POOL_DATA_DIR": str(stack.dir / "data-nometrics")})
-    env["MEMORY_POOL_METRICS"] = "false"
-    proc = Proc("api-nometrics", argv, env, stack.dir)
+    env = base_env(**{**stack.env, "MEMORY_POOL_DATA_DIR": str(stack.dir / name)})
+    env["MEMORY_POOL_METRICS"] = "true" if metrics else "false"
+    proc = Proc(name, argv, env, stack.dir)
     stack.procs.append(proc)
     url = f"http://127.0.0.1:{port}"
     proc.wait_http(f"{url}/openapi.json")
@@ -130,9 +131,10 @@ def _profile(stack: Stack, gen: LoadGen, requests: int, conc: int, out: Path) ->
 def _targets(stack: Stack, args: argparse.Namespace, stop: threading.Event) -> dict[str, Target]:
     api = stack.start_api(module="bench.noop_app")
     targets = {path: (api, stack.api_url, path) for path in PATHS}
-    if args.metrics_off_too:
-        targets[METRICS_OFF] = _start_api_without_metrics(stack)
-        scrape = (stack.api_url, args.scrape_every, stop)
+    if args.metrics_cost:
+        targets[METRICS_ON] = _start_twin(stack, metrics=True)
+        targets[METRICS_OFF] = _start_twin(stack, metrics=False)
+        scrape = (targets[METRICS_ON][1], args.scrape_every, stop)
         threading.Thread(target=_scrape_forever, args=scrape, daemon=True).start()
     return targets
 
@@ -144,10 +146,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--requests", type=int, default=None, help="per endpoint and round")
     parser.add_argument("--concurrency", type=int, default=4)
-    parser.add_argument("--metrics-off-too", action="store_true", help="/save with metrics off too")
+    parser.add_argument("--metrics-cost", action="store_true", help="twins: metrics on vs off")
     parser.add_argument("--scrape-every", type=float, default=SCRAPE_EVERY_S, help="seconds")
     args = parser.parse_args(argv)
-    paths = (*PATHS, METRICS_OFF) if args.metrics_off_too else PATHS
+    paths = (*PATHS, METRICS_ON, METRICS_OFF) if args.metrics_cost else PATHS
     rounds = args.rounds or (2 if args.quick else 5)
     requests = args.requests or (300 if args.quick else 2000)
     task_msgs = 1000 if args.quick else 5000
@@ -240,8 +242,11 @@ def _report(
         "req/s = that / 30 (enqueue every received message), new msgs/s assumes 1.5 new per request"
     )
     if METRICS_OFF in results:
-        on = median([r["rps"] for r in results["/save"]])
+        on = median([r["rps"] for r in results[METRICS_ON]])
         off = median([r["rps"] for r in results[METRICS_OFF]])
+        cpu_on = median([r["api_ms"] for r in results[METRICS_ON]])
+        cpu_off = median([r["api_ms"] for r in results[METRICS_OFF]])
+        print(f"metrics: API CPU per /save with metrics on / off = {ratio(cpu_on, cpu_off):.3f}")
         print(f"metrics: /save req/s with metrics on / off = {ratio(on, off):.3f} (same run)")
     if profile_text:
         print("\nprofile of the API process during /save (py-spy):\n" + profile_text)
