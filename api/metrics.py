@@ -12,11 +12,13 @@ from shared import metrics
 from shared.agents import Agents
 from shared.backlog import BacklogCollector
 from shared.buffers import SaveCounts
+from shared.metrics import child
 from shared.runtime import Runtime
 from shared.settings import Settings
 
 # Sources the known clients send; others count against the cap like unlisted agents.
 KNOWN_SOURCES = ("discord", "sillytavern", "hermes")
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
 class ApiMeters:
@@ -29,8 +31,7 @@ class ApiMeters:
 
     def saved(self, agent: str, source: str, counts: SaveCounts, result: Ingest) -> None:
         labels = (self.agent(agent), self.source(source))
-        metrics.SAVE_REQUESTS.labels(*labels, "accepted").inc()
-        messages = metrics.SAVE_MESSAGES
+        child(metrics.SAVE_REQUESTS, *labels, "accepted").inc()
         for outcome, count in (
             ("accepted", counts.accepted),
             ("duplicate", counts.duplicates),
@@ -38,21 +39,22 @@ class ApiMeters:
             ("refused", len(result.refusals)),
         ):
             if count:
-                messages.labels(*labels, outcome).inc(count)
+                child(metrics.SAVE_MESSAGES, *labels, outcome).inc(count)
         for refusal in result.refusals:
-            metrics.SAVE_REFUSALS.labels(*labels, f"invalid_{refusal.field}").inc()
+            child(metrics.SAVE_REFUSALS, *labels, f"invalid_{refusal.field}").inc()
 
     def held(self, agent: str, source: str, messages: int) -> None:
         """The agent's writes are held (409): nothing of the request was buffered."""
         labels = (self.agent(agent), self.source(source))
-        metrics.SAVE_REQUESTS.labels(*labels, "held").inc()
-        metrics.SAVE_MESSAGES.labels(*labels, "held").inc(messages)
+        child(metrics.SAVE_REQUESTS, *labels, "held").inc()
+        child(metrics.SAVE_MESSAGES, *labels, "held").inc(messages)
 
     def retrieved(self, agent: str, outcome: str, started: float, hits: int = 0) -> None:
         label = self.agent(agent)
-        metrics.RETRIEVE_SECONDS.labels(label, outcome).observe(time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        child(metrics.RETRIEVE_SECONDS, label, outcome).observe(seconds)
         if hits:
-            metrics.RETRIEVE_HITS.labels(label).inc(hits)
+            child(metrics.RETRIEVE_HITS, label).inc(hits)
 
 
 def backlog_registry(runtime: Runtime, meters: ApiMeters) -> CollectorRegistry:
@@ -91,5 +93,7 @@ class HttpMetrics:
         finally:
             route = scope.get("route")
             endpoint = getattr(route, "path", None) or "other"
-            metrics.HTTP_REQUESTS.labels(endpoint, scope["method"], str(status["code"])).inc()
-            metrics.HTTP_SECONDS.labels(endpoint).observe(time.perf_counter() - started)
+            # Any token is a method to HTTP: only the standard ones become label values.
+            method = scope["method"] if scope["method"] in METHODS else "other"
+            child(metrics.HTTP_REQUESTS, endpoint, method, str(status["code"])).inc()
+            child(metrics.HTTP_SECONDS, endpoint).observe(time.perf_counter() - started)

@@ -8,10 +8,12 @@ message or conversation id. The backlog is read from Redis at scrape time (share
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterable
 
 from prometheus_client import Counter, Histogram, disable_created_metrics
+from prometheus_client.metrics import MetricWrapperBase
 
 # No `_created` series beside every counter and histogram: half the samples, no dashboard use.
 disable_created_metrics()
@@ -21,6 +23,13 @@ OTHER = "other"
 FAST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 SLOW_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 COUNT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+
+
+@functools.lru_cache(maxsize=4096)
+def child(metric: MetricWrapperBase, *values: str) -> MetricWrapperBase:
+    """`metric.labels(*values)`, remembered: the hot paths (every request) skip its checks and
+    lock. Label values are bounded, so the cache holds every series this process has."""
+    return metric.labels(*values)
 
 
 class BoundedLabel:

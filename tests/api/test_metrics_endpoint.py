@@ -84,3 +84,11 @@ def test_a_host_refusal_is_counted_and_carries_a_request_id(runtime: Runtime) ->
     name = "memory_pool_http_requests_total"
     labels = {"endpoint": "other", "status": "400"}
     assert value(after, name, **labels) - value(before, name, **labels) == 1
+
+
+def test_unknown_http_methods_share_one_label(runtime: Runtime) -> None:
+    with TestClient(create_app(runtime.settings, runtime=runtime)) as client:
+        assert client.request("BREW-COFFEE-x1", "/save").status_code == 405
+        text = client.get("/metrics").text
+    assert "BREW-COFFEE" not in text
+    assert value(parse_metrics(text), "memory_pool_http_requests_total", method="other") >= 1
