@@ -13,7 +13,7 @@ from api.metrics import ApiMeters, HttpMetrics, backlog_registry
 from api.middleware import install_door
 from api.recall import QueryCache
 from api.request_id import RequestId
-from api.routes import agents, dead_letters, metrics, operations, retrieve, save
+from api.routes import agents, dead_letters, metrics, operations, quarantine, retrieve, save
 from shared.agent_names import AgentNames
 from shared.buffers import AsyncSaver
 from shared.runtime import Runtime, async_redis_client
@@ -60,6 +60,7 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
     app.include_router(operations.router)
     app.include_router(agents.router)
     app.include_router(dead_letters.router)
+    app.include_router(quarantine.router)
     return app
 
 

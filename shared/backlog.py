@@ -21,10 +21,6 @@ from shared import keys
 log = logging.getLogger(__name__)
 
 CELERY_QUEUE = "celery"  # Celery's default queue: a LIST in the broker (api/health.py reads it)
-# The quarantine of conversations a flush cannot write (issue #9, branch `quarantine`): any
-# Redis type is counted by its size, so the gauge works as soon as that branch writes the key.
-QUARANTINE_KEY = f"{keys.PREFIX}quarantine"
-_SIZE_OF_TYPE = {"zset": "zcard", "hash": "hlen", "set": "scard", "list": "llen"}
 # One short script per this many conversations: Redis answers other clients (/save) between
 # calls, and each call holds it about a millisecond. (A pipeline of 3,000 commands instead cost
 # the scrape 3x the time in redis-py's packing and parsing.)
@@ -85,28 +81,25 @@ def read_backlog(client: redis.Redis, label: Callable[[str], str]) -> Backlog:
     pipe.llen(keys.DEAD_LETTERS)
     pipe.llen(keys.REPLAY)
     pipe.hgetall(keys.NAMES)
-    pipe.type(QUARANTINE_KEY)
-    due, scheduled, first_due, queued, dead, replay, names, qtype = pipe.execute()
+    pipe.zcard(keys.QUARANTINE)
+    due, scheduled, first_due, queued, dead, replay, names, quarantined = pipe.execute()
     backlog = Backlog(due, scheduled, queued_tasks=queued, dead_letters=dead, replays_queued=replay)
+    backlog.quarantined = quarantined
     if first_due:
         backlog.overdue_seconds = max(0.0, (now_ms - first_due[0][1]) / 1000)
     agents = {_text(c): label(_text(n)) for c, n in names.items()}
-    _read_conversations(client, agents, _text(qtype), backlog, now_ms)
+    _read_conversations(client, agents, backlog, now_ms)
     return backlog
 
 
 def _read_conversations(
-    client: redis.Redis, agents: dict[str, str], qtype: str, backlog: Backlog, now_ms: int
+    client: redis.Redis, agents: dict[str, str], backlog: Backlog, now_ms: int
 ) -> None:
     pipe = client.pipeline(transaction=False)
     for collection in agents:
         pipe.smembers(keys.conversations(collection))
         pipe.exists(keys.blocked(collection))
-    if qtype in _SIZE_OF_TYPE:
-        getattr(pipe, _SIZE_OF_TYPE[qtype])(QUARANTINE_KEY)
     replies = pipe.execute()
-    if qtype in _SIZE_OF_TYPE:
-        backlog.quarantined = int(replies.pop())
     owners = []  # (agent label, blocked, conversation)
     for label, members, blocked in zip(agents.values(), replies[::2], replies[1::2], strict=True):
         owners.extend((label, bool(blocked), _text(m)) for m in members)
@@ -192,6 +185,6 @@ def _families(b: Backlog) -> Iterator[Metric]:
     )
     yield _gauge(
         "quarantined_conversations",
-        f"Conversations in the quarantine ({QUARANTINE_KEY}; 0 until that is in use).",
+        "Conversations set aside in the quarantine (a flush failure retrying cannot fix).",
         b.quarantined,
     )

@@ -118,6 +118,10 @@ FLUSH_RETRIES = Counter(
     "embedding_unavailable, qdrant_unavailable, collection_missing, other).",
     ["cause"],
 )
+FLUSH_QUARANTINED = Counter(
+    "memory_pool_flush_quarantined_total",
+    "Conversations a flush set aside in the quarantine (a failure retrying cannot fix).",
+)
 FLUSH_DEAD_LETTERS = Counter(
     "memory_pool_flush_dead_letters_total", "Chunks flushes moved to the dead letters."
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import redis
 import redis.asyncio
@@ -12,6 +12,7 @@ from shared.buffers import Buffers
 from shared.dead_letters import DeadLetters
 from shared.embedder import Embedder, make_embedder
 from shared.metered import instrument_embedder, instrument_store
+from shared.quarantine import Quarantine
 from shared.redis_upgrade import upgrade_at_start
 from shared.settings import Settings
 from shared.store import Store
@@ -49,6 +50,10 @@ class Runtime:
     store: Store
     embedder: Embedder
     dead_letters: DeadLetters
+    quarantine: Quarantine = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.quarantine = Quarantine(self.redis)
 
     @classmethod
     def build(cls, settings: Settings, *, agents: Agents | None = None) -> Runtime:

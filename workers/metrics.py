@@ -48,6 +48,7 @@ def watched_flush() -> Iterator[FlushWatch]:
     metrics.FLUSH_CONVERSATIONS.inc(report.conversations)
     metrics.FLUSH_CHUNKS.inc(report.chunks_written)
     metrics.FLUSH_DEAD_LETTERS.inc(report.dead_letters)
+    metrics.FLUSH_QUARANTINED.inc(report.quarantined)
     if report.retried:
         metrics.FLUSH_RETRIES.labels(retry_cause(causes)).inc(report.retried)
 

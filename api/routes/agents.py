@@ -11,7 +11,13 @@ from starlette.concurrency import run_in_threadpool
 from api.deletes import DeleteScope, delete
 from api.deps import AgentDep, RuntimeDep
 from api.known_ids import known_ids
-from api.schemas import AGENT_ACCESS, Source, StorableId, StorableMessageId
+from api.schemas import (
+    AGENT_ACCESS,
+    QuarantinedConversation,
+    Source,
+    StorableId,
+    StorableMessageId,
+)
 from shared import keys
 from shared.agents import AgentConfig
 from shared.runtime import Runtime
@@ -83,6 +89,10 @@ class StatsResponse(BaseModel):
     conversations: int
     buffered_messages: int
     last_write: int | None = Field(description="Unix ms of the last chunk written.")
+    quarantined: list[QuarantinedConversation] = Field(
+        default_factory=list,
+        description="Its conversations set aside by a failure retrying cannot fix, with why.",
+    )
 
 
 def _stats(runtime: Runtime, agent: AgentConfig) -> StatsResponse:
@@ -91,6 +101,8 @@ def _stats(runtime: Runtime, agent: AgentConfig) -> StatsResponse:
     by_source = runtime.store.facet_counts(collection, "source")
     conversations = runtime.buffers.conversations_of(collection)
     last: Any = runtime.redis.hget(keys.agent_stats(collection), "last_write")
+    held = runtime.quarantine.entries(runtime.quarantine.members(collection))
+    quarantined = [QuarantinedConversation.model_validate(e, from_attributes=True) for e in held]
     return StatsResponse(
         collection=collection,
         points=total,
@@ -99,6 +111,7 @@ def _stats(runtime: Runtime, agent: AgentConfig) -> StatsResponse:
         conversations=len(conversations),
         buffered_messages=runtime.buffers.buffered_messages(conversations),
         last_write=int(last) if last else None,
+        quarantined=quarantined,
     )
 
 

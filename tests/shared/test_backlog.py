@@ -8,7 +8,7 @@ import pytest
 import redis
 
 from shared import keys
-from shared.backlog import QUARANTINE_KEY, read_backlog
+from shared.backlog import read_backlog
 from shared.buffers import AgentRef, Buffers, ConversationSettings, IncomingMessage
 from shared.conversations import ConversationRef
 from shared.messages import Message
@@ -62,14 +62,10 @@ def test_written_open_chunks_are_not_backlog_and_due_ones_are(client: redis.Redi
     assert backlog.due == 1 and 2.9 < backlog.overdue_seconds < 10
 
 
-def test_held_conversations_and_any_kind_of_quarantine_are_counted(client: redis.Redis) -> None:
+def test_held_and_quarantined_conversations_are_counted(client: redis.Redis) -> None:
     buffer(client, "Polaris", "c1", [1])
     buffer(client, "Polaris", "c2", [1])
     client.set(keys.blocked("mem_polaris"), "collection of another model")
-    for kind in ("zset", "hash", "set"):
-        client.delete(QUARANTINE_KEY)
-        {"zset": lambda: client.zadd(QUARANTINE_KEY, {"a": 1, "b": 2}),
-         "hash": lambda: client.hset(QUARANTINE_KEY, mapping={"a": 1, "b": 2}),
-         "set": lambda: client.sadd(QUARANTINE_KEY, "a", "b")}[kind]()  # fmt: skip
-        backlog = read_backlog(client, str)
-        assert (backlog.held, backlog.quarantined) == (2, 2), kind
+    client.zadd(keys.QUARANTINE, {"mem_nova:discord:chan%3Dx": 1, "mem_nova:discord:chan%3Dy": 2})
+    backlog = read_backlog(client, str)
+    assert (backlog.held, backlog.quarantined) == (2, 2)
