@@ -94,9 +94,10 @@ def test_celery_lines_go_through_the_one_configuration_once(deployment: Deployme
             for line in lines
             if line["logger"] == "celery.app.trace"
         )
-        assert done and max(done.values()) == 1, done
+        assert all(n == 1 for n in done.values()), done  # a worker may have had no task
         with_task = [line for line in lines if "task_id" in line]
         assert all(line["task_id"] in line["message"] for line in with_task if
                    line["logger"] == "celery.app.trace")  # fmt: skip
     tasks = [json_lines(w.log()) for w, _ in deployment.workers]
     assert any(line.get("task_id") for lines in tasks for line in lines)
+    assert any(line["logger"] == "celery.app.trace" for lines in tasks for line in lines)
