@@ -9,9 +9,21 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from api.errors import install_error_handlers
+from api.metrics import ApiMeters, HttpMetrics, backlog_registry
 from api.middleware import install_door
 from api.recall import QueryCache
-from api.routes import agents, dead_letters, memories, operations, quarantine, retrieve, save, ui
+from api.request_id import RequestId
+from api.routes import (
+    agents,
+    dead_letters,
+    memories,
+    metrics,
+    operations,
+    quarantine,
+    retrieve,
+    save,
+    ui,
+)
 from shared.agent_names import AgentNames
 from shared.buffers import AsyncSaver
 from shared.runtime import Runtime, async_redis_client
@@ -35,6 +47,7 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
             dedupe_ttl_seconds=app.state.runtime.settings.dedupe_ttl_seconds,
         )
         app.state.names = AgentNames(app.state.saver.redis, app.state.runtime.agents)
+        _start_metrics(app, settings)
         try:
             yield
         finally:
@@ -51,6 +64,7 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
     )
     install_error_handlers(app)
     install_door(app, settings)
+    _install_observability(app, settings)
     app.include_router(save.router)
     app.include_router(retrieve.router)
     app.include_router(operations.router)
@@ -60,3 +74,19 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
     app.include_router(ui.router)
     app.include_router(quarantine.router)
     return app
+
+
+def _start_metrics(app: FastAPI, settings: Settings) -> None:
+    """The routes' meters and the backlog's registry, or None when metrics are off."""
+    runtime: Runtime = app.state.runtime
+    app.state.meters = ApiMeters(settings, runtime.agents) if settings.metrics_enabled else None
+    if app.state.meters is not None:
+        app.state.metrics_registry = backlog_registry(runtime, app.state.meters)
+
+
+def _install_observability(app: FastAPI, settings: Settings) -> None:
+    """Outside the door, so its refusals are counted and carry a request id too."""
+    if settings.metrics_enabled:
+        app.add_middleware(HttpMetrics)
+        app.include_router(metrics.router)
+    app.add_middleware(RequestId)  # outermost: every line of the request has its id

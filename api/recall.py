@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from cachetools import TTLCache
 
+from shared import metrics
 from shared.agents import AgentConfig
 from shared.embedder import Embedder
 from shared.errors import InputRejected, RecallTimeout
@@ -57,7 +58,9 @@ class QueryCache:
         with self._lock:
             cached = self._cache.get(text)
         if cached is not None:
+            metrics.QUERY_CACHE.labels("hit").inc()
             return cached
+        metrics.QUERY_CACHE.labels("miss").inc()
         if not self._slots.acquire(timeout=self._wait):
             raise RecallBusy(
                 f"{self._concurrency} query embeddings are already running; answer without "
@@ -99,7 +102,9 @@ def recall(
     except InputRejected as exc:
         # The provider refuses this text for good (content policy, length): nothing can match
         # it, which is "no memories", not a server fault (an undocumented 500 before).
-        log.warning("recall query refused by the embedding provider: %s", exc)
+        # Its reason may quote the query: only at DEBUG.
+        log.warning("recall query refused by the embedding provider")
+        log.debug("embedding provider's reason: %s", exc)
         return Recall([], "", 0)
     # A Qdrant server matches excluded ids on its keyword index; local mode would test them
     # against every point in Python (4-10x slower, bench/recall.py), so there the selector alone

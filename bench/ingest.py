@@ -1,6 +1,10 @@
 """Ingest acceptance: Discord-plugin traffic against /save, next to /noop and the naive design.
 
-Run: .venv/bin/python -m bench.ingest [--quick] [--profile]
+Run: .venv/bin/python -m bench.ingest [--quick] [--profile] [--metrics-cost]
+
+--metrics-cost adds two twin API processes on the same Redis that only take /save, one with
+metrics on (scraped every --scrape-every seconds: 15, as the committed Prometheus config does)
+and one with MEMORY_POOL_METRICS=false, in every round: the cost of metrics, in one run.
 """
 
 from __future__ import annotations
@@ -9,18 +13,25 @@ import argparse
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from bench import profiling
 from bench.machine import cpu_seconds, describe
 from bench.noop_app import NAIVE_QUEUE
-from bench.procs import ROOT, base_env
+from bench.procs import ROOT, Proc, base_env
 from bench.stack import Stack
 from bench.stats import median, pct, ratio, table
+from tests.support.redis_server import free_port
 
 PATHS = ("/noop", "/save", "/naive")
+METRICS_ON = "/save (twin, metrics on)"
+METRICS_OFF = "/save (twin, metrics off)"
+SCRAPE_EVERY_S = 15.0  # monitoring/prometheus/prometheus.yml's interval
 
 
 class LoadGen:
@@ -55,10 +66,14 @@ class LoadGen:
             self.popen.wait()
 
 
-def _one(stack: Stack, gen: LoadGen, path: str, requests: int, conc: int) -> dict[str, Any]:
-    api, redis_pid = stack.proc("api").pid, stack.redis_pid()
+Target = tuple[Proc, str, str]  # the API process, its URL, the path
+
+
+def _one(stack: Stack, gen: LoadGen, target: Target, requests: int, conc: int) -> dict[str, Any]:
+    proc, url, path = target
+    api, redis_pid = proc.pid, stack.redis_pid()
     cpu0 = cpu_seconds(api), cpu_seconds(redis_pid)
-    result = gen.run(cmd="http", url=stack.api_url, path=path, requests=requests, concurrency=conc)
+    result = gen.run(cmd="http", url=url, path=path, requests=requests, concurrency=conc)
     cpu1 = cpu_seconds(api), cpu_seconds(redis_pid)
     lat = result["latencies_ms"]
     bad = {k: v for k, v in result["statuses"].items() if k != "202"}
@@ -79,6 +94,28 @@ def _one(stack: Stack, gen: LoadGen, path: str, requests: int, conc: int) -> dic
     }
 
 
+def _start_twin(stack: Stack, metrics: bool) -> Target:
+    """The bench app again, taking only /save, with metrics on or off."""
+    name = f"api-metrics-{'on' if metrics else 'off'}"
+    port = free_port()
+    argv = [sys.executable, "-m", "bench.noop_app", "--port", str(port)]
+    # Its own data folder: Qdrant's local mode is one process's (/save never touches it).
+    env = base_env(**{**stack.env, "MEMORY_POOL_DATA_DIR": str(stack.dir / name)})
+    env["MEMORY_POOL_METRICS"] = "true" if metrics else "false"
+    proc = Proc(name, argv, env, stack.dir)
+    stack.procs.append(proc)
+    url = f"http://127.0.0.1:{port}"
+    proc.wait_http(f"{url}/openapi.json")
+    return proc, url, "/save"
+
+
+def _scrape_forever(url: str, every: float, stop: threading.Event) -> None:
+    """Prometheus' part: /metrics every `every` seconds while the rounds run."""
+    with httpx.Client(trust_env=False, timeout=10) as client:
+        while not stop.wait(every):
+            client.get(f"{url}/metrics")
+
+
 def _profile(stack: Stack, gen: LoadGen, requests: int, conc: int, out: Path) -> str:
     sampler = profiling.start(stack.proc("api").pid, 8, out)
     if sampler is None:
@@ -91,6 +128,17 @@ def _profile(stack: Stack, gen: LoadGen, requests: int, conc: int, out: Path) ->
     return profiling.summarize(out)
 
 
+def _targets(stack: Stack, args: argparse.Namespace, stop: threading.Event) -> dict[str, Target]:
+    api = stack.start_api(module="bench.noop_app")
+    targets = {path: (api, stack.api_url, path) for path in PATHS}
+    if args.metrics_cost:
+        targets[METRICS_ON] = _start_twin(stack, metrics=True)
+        targets[METRICS_OFF] = _start_twin(stack, metrics=False)
+        scrape = (targets[METRICS_ON][1], args.scrape_every, stop)
+        threading.Thread(target=_scrape_forever, args=scrape, daemon=True).start()
+    return targets
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a short smoke run")
@@ -98,30 +146,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--requests", type=int, default=None, help="per endpoint and round")
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--metrics-cost", action="store_true", help="twins: metrics on vs off")
+    parser.add_argument("--scrape-every", type=float, default=SCRAPE_EVERY_S, help="seconds")
     args = parser.parse_args(argv)
+    paths = (*PATHS, METRICS_ON, METRICS_OFF) if args.metrics_cost else PATHS
     rounds = args.rounds or (2 if args.quick else 5)
     requests = args.requests or (300 if args.quick else 2000)
     task_msgs = 1000 if args.quick else 5000
     print(describe())
-    results: dict[str, list[dict[str, Any]]] = {p: [] for p in PATHS}
+    results: dict[str, list[dict[str, Any]]] = {p: [] for p in paths}
     loop_rates: list[float] = []
     profile_text = ""
+    stop_scraping = threading.Event()
     with Stack() as stack:
         stack.start_redis()
         stack.start_embedding(384)
-        stack.start_api(module="bench.noop_app")
+        targets = _targets(stack, args, stop_scraping)
         gen = LoadGen()
         try:
             gen.run(cmd="warm", url=stack.api_url)
-            for _ in range(rounds):
-                for path in PATHS:
-                    results[path].append(_one(stack, gen, path, requests, args.concurrency))
+            for n in range(rounds):
+                # Alternate the order so neither API always runs on a warmer machine.
+                for path in paths if n % 2 == 0 else paths[::-1]:
+                    result = _one(stack, gen, targets[path], requests, args.concurrency)
+                    results[path].append(result)
                 loop = gen.run(cmd="send_task", broker=stack.env["REDIS_URL"], messages=task_msgs)
                 loop_rates.append(loop["messages"] / loop["elapsed"])
                 stack.redis_client().delete(NAIVE_QUEUE)
             if args.profile:
                 profile_text = _profile(stack, gen, 300, args.concurrency, stack.dir / "api.raw")
         finally:
+            stop_scraping.set()
             gen.close()
     _report(results, loop_rates, rounds, requests, args.concurrency, profile_text)
     return 0
@@ -137,7 +192,7 @@ def _report(
 ) -> None:
     noop_rps = median([r["rps"] for r in results["/noop"]])
     rows = []
-    for path in PATHS:
+    for path in results:
         rs = results[path]
         m = {k: median([r[k] for r in rs]) for k in rs[0]}
         rows.append(
@@ -154,7 +209,7 @@ def _report(
             ]
         )
     loop = median(loop_rates)
-    rows.append(["send_task loop (1/msg)", loop / 30, loop, loop / 30 * 1.5, "", "", "", "", ""])
+    rows.insert(3, ["send_task loop (1/msg)", loop / 30, loop, loop / 30 * 1.5] + [""] * 5)
     print()
     print(
         f"Ingest: {rounds} rounds x {requests} requests per endpoint, {conc} connections, "
@@ -186,6 +241,13 @@ def _report(
         "send_task loop row: messages/s of one producer enqueuing one task per message; "
         "req/s = that / 30 (enqueue every received message), new msgs/s assumes 1.5 new per request"
     )
+    if METRICS_OFF in results:
+        on = median([r["rps"] for r in results[METRICS_ON]])
+        off = median([r["rps"] for r in results[METRICS_OFF]])
+        cpu_on = median([r["api_ms"] for r in results[METRICS_ON]])
+        cpu_off = median([r["api_ms"] for r in results[METRICS_OFF]])
+        print(f"metrics: API CPU per /save with metrics on / off = {ratio(cpu_on, cpu_off):.3f}")
+        print(f"metrics: /save req/s with metrics on / off = {ratio(on, off):.3f} (same run)")
     if profile_text:
         print("\nprofile of the API process during /save (py-spy):\n" + profile_text)
 

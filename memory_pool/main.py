@@ -36,10 +36,31 @@ def _settings(config: Path | None = None) -> Settings:
     return settings
 
 
-def _logging(level: str = "INFO") -> None:
-    logging.basicConfig(
-        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+def _logging(settings: Settings, level: str = "INFO") -> None:
+    """One configuration for every command (MEMORY_POOL_LOG_FORMAT: text or json)."""
+    from shared.log_setup import configure_logging
+
+    configure_logging(settings.log_format, level)
+
+
+def _celery_logging(settings: Settings, level: str) -> None:
+    """Celery configures no logging of its own once a setup_logging receiver exists: its lines
+    go through ours, once each."""
+    from celery.signals import setup_logging
+
+    def ours(**_: object) -> None:
+        _logging(settings, level)
+
+    setup_logging.connect(ours, weak=False)
+
+
+MetricsPort = Annotated[
+    int | None,
+    typer.Option("--metrics-port", help="Serve Prometheus metrics on this port (off by default)."),
+]
+MetricsHost = Annotated[
+    str, typer.Option("--metrics-host", help="Address for --metrics-port (compose: 0.0.0.0).")
+]
 
 
 def _require_servers(settings: Settings, role: str) -> None:
@@ -89,8 +110,9 @@ def api(
 
     settings = _settings(config)
     _require_servers(settings, "api")
-    _logging()
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+    _logging(settings)
+    # log_config=None: uvicorn's lines go through the one configuration above.
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", log_config=None)
 
 
 @app.command()
@@ -99,35 +121,54 @@ def worker(
     pool: Annotated[str, typer.Option(help="Celery pool: prefork, threads or solo.")] = "prefork",
     loglevel: Annotated[str, typer.Option(help="Log level.")] = "INFO",
     config: ConfigOption = None,
+    metrics_port: MetricsPort = None,
+    metrics_host: MetricsHost = "127.0.0.1",
 ) -> None:
     """Run a Celery worker that flushes conversations (scale with more of these)."""
-    from workers.celery_app import make_celery
+    from memory_pool import metrics_server
 
     settings = _settings(config)
     _require_servers(settings, "worker")
-    _logging(loglevel)
+    _logging(settings, loglevel)
+    _celery_logging(settings, loglevel)
+    if metrics_port is not None:
+        # Before any metric exists: the pool's children write theirs to files.
+        metrics_server.use_fresh_multiprocess_dir()
+    from workers.celery_app import make_celery
+
     celery_app = make_celery(settings)
+    if metrics_port is not None:
+        metrics_server.mark_dead_children()
+        metrics_server.serve_multiprocess_metrics(metrics_host, metrics_port)
     argv = ["worker", f"--concurrency={concurrency}", f"--loglevel={loglevel}", f"--pool={pool}"]
     celery_app.worker_main(argv)
 
 
 @app.command()
-def scheduler(config: ConfigOption = None) -> None:
+def scheduler(
+    config: ConfigOption = None,
+    metrics_port: MetricsPort = None,
+    metrics_host: MetricsHost = "127.0.0.1",
+) -> None:
     """Run the sweep that hands due conversations to workers (exactly one per deployment)."""
+    from memory_pool.metrics_server import serve_process_metrics
     from shared.buffers import Buffers
     from shared.runtime import redis_client
     from workers.celery_app import make_celery
+    from workers.metrics import meter_scheduler
     from workers.scheduler import celery_scheduler
 
     settings = _settings(config)
     _require_servers(settings, "scheduler")
-    _logging()
+    _logging(settings)
+    if metrics_port is not None:
+        serve_process_metrics(metrics_host, metrics_port)
     buffers = Buffers(
         redis_client(settings),
         dedupe_ttl_seconds=settings.dedupe_ttl_seconds,
         lease_seconds=settings.lease_seconds,
     )
-    sweep = celery_scheduler(buffers, make_celery(settings), settings)
+    sweep = meter_scheduler(celery_scheduler(buffers, make_celery(settings), settings))
     logging.getLogger(__name__).info("scheduler started")
     try:
         sweep.run()
@@ -152,7 +193,7 @@ def serve(
     settings = _settings(config)
     if data_dir is not None:
         settings = settings.model_copy(update={"data_dir": data_dir})
-    _logging()
+    _logging(settings)
     try:
         code = run_in_one_process(settings, host=host, port=port)
     except (EmbeddedRedisError, ServeError) as exc:

@@ -19,6 +19,7 @@ from memory_pool.embedded_redis import EmbeddedRedis
 from shared.runtime import Runtime
 from shared.settings import Settings
 from workers.celery_app import make_celery
+from workers.metrics import meter_scheduler
 from workers.scheduler import celery_scheduler
 from workers.worker_context import WorkerContext
 
@@ -97,7 +98,7 @@ def run_in_one_process(settings: Settings, *, host: str, port: int) -> int:
             _start_background(settings, runtime, stack)
             app = create_app(settings, runtime=runtime)
             config = uvicorn.Config(
-                app, host=host, port=port, log_level="info",
+                app, host=host, port=port, log_level="info", log_config=None,
                 timeout_graceful_shutdown=HTTP_GRACE_SECONDS,
             )  # fmt: skip
             # uvicorn takes SIGINT/SIGTERM while it serves and re-raises them once it stopped;
@@ -138,7 +139,7 @@ def _start_background(settings: Settings, runtime: Runtime, stack: ExitStack) ->
     # registered first: a worker that fails to become ready is still asked to stop
     stack.callback(worker.stop, timeout=settings.task_time_limit + THREAD_STOP_TIMEOUT)
     worker.start()
-    scheduler = celery_scheduler(runtime.buffers, celery_app, settings)
+    scheduler = meter_scheduler(celery_scheduler(runtime.buffers, celery_app, settings))
     sweeper = threading.Thread(target=scheduler.run, name="scheduler", daemon=True)
     sweeper.start()
     stack.callback(sweeper.join, THREAD_STOP_TIMEOUT)

@@ -247,7 +247,9 @@ class OpenAIEmbedder:
             return list(self._request(texts))
         except _RequestRejected as exc:
             if len(texts) == 1:
-                log.warning("embedding provider rejected an input: %s", exc.reason)
+                # Its reason may quote the input (message text): only at DEBUG.
+                log.warning("embedding provider rejected an input of %d characters", len(texts[0]))
+                log.debug("embedding provider's reason: %s", exc.reason)
                 return [InputRejected(exc.reason)]
             middle = len(texts) // 2
             return self._embed_bisecting(texts[:middle]) + self._embed_bisecting(texts[middle:])

@@ -11,6 +11,7 @@ from shared.agents import Agents, load_agents
 from shared.buffers import Buffers
 from shared.dead_letters import DeadLetters
 from shared.embedder import Embedder, make_embedder
+from shared.metered import instrument_embedder, instrument_store
 from shared.quarantine import Quarantine
 from shared.redis_upgrade import upgrade_at_start
 from shared.settings import Settings
@@ -70,8 +71,8 @@ class Runtime:
                 dedupe_ttl_seconds=settings.dedupe_ttl_seconds,
                 lease_seconds=settings.lease_seconds,
             ),
-            store=Store.open(settings),
-            embedder=make_embedder(settings),
+            store=instrument_store(Store.open(settings)),
+            embedder=instrument_embedder(make_embedder(settings)),
             dead_letters=DeadLetters(client),
         )
 

@@ -104,6 +104,18 @@ class Settings(BaseSettings):
         0.25, gt=0, validation_alias=_env("MEMORY_POOL_SCHEDULER_INTERVAL")
     )
 
+    # --- observability (README, "Metrics, logs and monitoring") ---------------------------------
+    log_format: Literal["text", "json"] = Field(
+        "text", validation_alias=_env("MEMORY_POOL_LOG_FORMAT")
+    )
+    # Off: no /metrics and no counting on the API (BENCHMARKS.md measures the difference).
+    metrics_enabled: bool = Field(True, validation_alias=_env("MEMORY_POOL_METRICS"))
+    # Unlisted agents and sources named in metric labels, per process; the rest are "other",
+    # so hostile names cannot grow the series without bound.
+    metrics_max_label_values: int = Field(
+        20, ge=0, le=1000, validation_alias=_env("MEMORY_POOL_METRICS_MAX_LABELS")
+    )
+
     @property
     def task_time_limit(self) -> float:
         return self.lease_seconds * 0.8

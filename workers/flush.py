@@ -169,7 +169,8 @@ def _attach_vectors(work: list[_Work], vectors: Sequence[list[float] | InputReje
             vector = vectors[position]
             position += 1
             if isinstance(vector, InputRejected):
-                log.error("embedding provider rejected a chunk for good: %s", vector)
+                # Its reason may quote the text: the dead letter keeps it, the log does not.
+                log.error("embedding provider rejected a chunk for good (see /dead-letters)")
                 item.dead.append(_dead_letter(item, write, str(vector)))
                 item.open_dead = item.open_dead or not write.closed
                 continue

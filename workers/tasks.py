@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from celery import Celery
+from celery import Celery, Task
 
+from shared import log_context
 from shared.buffers import Claim
 from shared.contracts import FLUSH_TASK, REPLAY_TASK, FlushTask
 from shared.dead_letters import DeadLetters
 from workers.flush import flush
+from workers.metrics import watched_flush
 from workers.replay import replay
 
 if TYPE_CHECKING:
@@ -20,24 +22,26 @@ log = logging.getLogger(__name__)
 
 
 def register_tasks(app: Celery, context: WorkerContext) -> None:
-    @app.task(name=FLUSH_TASK, ignore_result=True, shared=False)
-    def flush_conversations(payload: dict) -> dict:
+    @app.task(name=FLUSH_TASK, ignore_result=True, shared=False, bind=True)
+    def flush_conversations(self: Task, payload: dict) -> dict:
         task = FlushTask.model_validate(payload)
         claims = [Claim(c.conversation, c.token) for c in task.claims]
-        report = flush(claims, context.deps())
+        with log_context.bound(task_id=self.request.id), watched_flush() as watch:
+            report = watch.report = flush(claims, context.deps())
         log.debug("flushed %s", report)
         return {"chunks_written": report.chunks_written, "retried": report.retried}
 
-    @app.task(name=REPLAY_TASK, ignore_result=True, shared=False)
-    def replay_dead_letters() -> dict:
+    @app.task(name=REPLAY_TASK, ignore_result=True, shared=False, bind=True)
+    def replay_dead_letters(self: Task) -> dict:
         deps = context.deps()
         client = deps.buffers.redis
-        report = replay(
-            client=client,
-            dead=DeadLetters(client),
-            embedder=deps.embedder,
-            store=deps.store,
-            collections=deps.collections,
-            lease=context.settings.task_time_limit,
-        )
+        with log_context.bound(task_id=self.request.id):
+            report = replay(
+                client=client,
+                dead=DeadLetters(client),
+                embedder=deps.embedder,
+                store=deps.store,
+                collections=deps.collections,
+                lease=context.settings.task_time_limit,
+            )
         return {"stored": report.stored, "refused": report.refused, "dropped": report.dropped}

@@ -3,20 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from fastapi import APIRouter, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import RuntimeDep, agent_for
-from api.recall import RecallRequest, recall
+from api.recall import QueryCache, Recall, RecallRequest, recall
 from api.schemas import AGENT_ACCESS, Hit, RetrieveRequest, RetrieveResponse, error_docs
-from shared.errors import RecallTimeout
+from shared import log_context
+from shared.agents import AgentConfig
+from shared.errors import MemoryPoolError, RecallTimeout
 from shared.ids import message_id_problem, replace_surrogates
 from shared.recall_query import RecallFilters
+from shared.runtime import Runtime
 from shared.settings import Settings
 
 router = APIRouter()
+
+# Outcomes of a failed recall by error code (memory_pool_retrieve_duration_seconds{outcome}).
+OUTCOMES = {
+    "recall_timeout": "timeout",
+    "recall_busy": "busy",
+    "upstream_unavailable": "unavailable",
+}
 
 ERRORS = AGENT_ACCESS | error_docs(
     e422="Missing bot or query_text, a query_text over the limit, or a bad field.",
@@ -60,18 +71,31 @@ async def retrieve(
     """Find memories for `query_text`; a client waits for this, so it answers within a budget."""
     _check_query(body, runtime.settings)
     agent = agent_for(body.bot, runtime, request)
+    log_context.set_field("agent", agent.name)
     wanted = _request(body)
     if not wanted.query_text:
         return RetrieveResponse(hits=[], formatted="")
-    budget = runtime.settings.recall_timeout_seconds
-    work = run_in_threadpool(
-        recall, agent, wanted, store=runtime.store, cache=request.app.state.query_cache
-    )
+    meters, started = request.app.state.meters, time.perf_counter()
     try:
-        found = await asyncio.wait_for(work, timeout=budget)
+        found = await _recall(agent, wanted, runtime, request.app.state.query_cache)
+    except MemoryPoolError as exc:
+        if meters is not None:
+            meters.retrieved(agent.name, OUTCOMES.get(exc.code, "error"), started)
+        raise
+    if meters is not None:
+        meters.retrieved(agent.name, "hits" if found.hits else "empty", started, len(found.hits))
+    hits = [Hit(id=h.id, score=h.score, payload=dict(h.payload)) for h in found.hits]
+    return RetrieveResponse(hits=hits, formatted=found.formatted)
+
+
+async def _recall(
+    agent: AgentConfig, wanted: RecallRequest, runtime: Runtime, cache: QueryCache
+) -> Recall:
+    budget = runtime.settings.recall_timeout_seconds
+    work = run_in_threadpool(recall, agent, wanted, store=runtime.store, cache=cache)
+    try:
+        return await asyncio.wait_for(work, timeout=budget)
     except TimeoutError as exc:
         raise RecallTimeout(
             f"recall took longer than {budget:g} s; answer without memories"
         ) from exc
-    hits = [Hit(id=h.id, score=h.score, payload=dict(h.payload)) for h in found.hits]
-    return RetrieveResponse(hits=hits, formatted=found.formatted)

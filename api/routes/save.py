@@ -9,7 +9,9 @@ from fastapi import APIRouter, Request
 from api.deps import RuntimeDep, agent_for
 from api.ingest import Ingest, check_limits, ingest
 from api.schemas import AGENT_ACCESS, SaveRequest, SaveResponse, error_docs
+from shared import log_context
 from shared.buffers import AgentRef, ConversationSettings
+from shared.errors import AgentBlocked
 from shared.flush_plan import IMPORT_IDLE_SECONDS
 from shared.ids import shown
 
@@ -47,7 +49,9 @@ async def save(body: SaveRequest, request: Request, runtime: RuntimeDep) -> Save
     messages that cannot be stored as refused (each with its reason)."""
     check_limits(body, runtime.settings)
     agent = await request.app.state.names.canonical(agent_for(body.bot, runtime, request))
-    result = ingest(body, agent, body.source or runtime.settings.default_source)
+    log_context.set_field("agent", agent.name)
+    source = body.source or runtime.settings.default_source
+    result = ingest(body, agent, source)
     if result.refusals:
         _log_refusals(body.bot, result, len(body.messages))
     conv = ConversationSettings(
@@ -57,7 +61,15 @@ async def save(body: SaveRequest, request: Request, runtime: RuntimeDep) -> Save
         idle_timer=not body.batch_import,
     )
     who = AgentRef(name=agent.name, collection=agent.collection_name)
-    counts = await request.app.state.saver.save(who, result.incoming, conv)
+    meters = request.app.state.meters
+    try:
+        counts = await request.app.state.saver.save(who, result.incoming, conv)
+    except AgentBlocked:
+        if meters is not None:
+            meters.held(agent.name, source, len(body.messages))
+        raise
+    if meters is not None:
+        meters.saved(agent.name, source, counts, result)
     return SaveResponse(
         accepted=counts.accepted,
         duplicates=counts.duplicates,

@@ -17,14 +17,15 @@ def compose() -> dict[str, Any]:
 
 def test_services_and_pinned_images() -> None:
     services = compose()["services"]
-    assert set(services) == {"qdrant", "redis", "api", "worker", "scheduler"}
+    default = {name for name, spec in services.items() if "profiles" not in spec}
+    assert default == {"qdrant", "redis", "api", "worker", "scheduler"}
     assert re.fullmatch(r"qdrant/qdrant:v\d+\.\d+\.\d+", services["qdrant"]["image"])
     assert re.fullmatch(r"redis:\d+\.\d+(-alpine)?", services["redis"]["image"])
 
 
 def test_named_volumes_keep_the_data() -> None:
     data = compose()
-    assert set(data["volumes"]) == {"qdrant_data", "redis_data"}
+    assert set(data["volumes"]) == {"qdrant_data", "redis_data", "prometheus_data", "grafana_data"}
     assert "qdrant_data:/qdrant/storage" in data["services"]["qdrant"]["volumes"]
     assert "redis_data:/data" in data["services"]["redis"]["volumes"]
 
@@ -64,3 +65,38 @@ def test_every_service_has_a_health_check_or_depends_on_one() -> None:
     services = compose()["services"]
     for name in ("qdrant", "redis", "api"):
         assert services[name]["healthcheck"]["test"]
+
+
+def test_the_monitoring_profile_is_optional_pinned_and_provisioned() -> None:
+    services = compose()["services"]
+    monitoring = {
+        name for name, spec in services.items() if "monitoring" in spec.get("profiles", [])
+    }
+    assert monitoring == {"prometheus", "grafana"}
+    assert re.fullmatch(r"prom/prometheus:v\d+\.\d+\.\d+", services["prometheus"]["image"])
+    assert re.fullmatch(r"grafana/grafana:\d+\.\d+\.\d+", services["grafana"]["image"])
+    for spec in (services["prometheus"], services["grafana"]):
+        for volume in spec["volumes"]:
+            source = volume.split(":")[0]
+            if source.startswith("./"):
+                assert (ROOT / source).exists(), source
+    # Each scraped process serves its metrics where prometheus.yml looks for them.
+    assert services["worker"]["command"][-4:] == [
+        "--metrics-port",
+        "9108",
+        "--metrics-host",
+        "0.0.0.0",
+    ]
+    assert services["scheduler"]["command"][-4:] == [
+        "--metrics-port",
+        "9109",
+        "--metrics-host",
+        "0.0.0.0",
+    ]
+    scrape = yaml.safe_load((ROOT / "monitoring/prometheus/prometheus.yml").read_text())
+    ports = {job["job_name"]: job["dns_sd_configs"][0]["port"] for job in scrape["scrape_configs"]}
+    assert ports == {
+        "memory-pool-api": 3102,
+        "memory-pool-worker": 9108,
+        "memory-pool-scheduler": 9109,
+    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -690,3 +691,17 @@ def test_a_collection_deleted_under_memory_pool_is_created_again(world: World) -
     world.redis.zadd(keys.DUE, {k: 0 for k in world.redis.zrange(keys.DUE, 0, -1)})
     flush(world.runtime.buffers.claim_due(10), world.deps)
     assert stored_ids(world) == ["d3", "d4"]  # d1, d2 went with the collection itself
+
+
+def test_a_rejected_chunk_text_stays_out_of_the_log(
+    world: World, embeddings: EmbeddingServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The test server, like some providers, quotes the refused input in its reason.
+    world.save("mythos", "c1", [message("m1", "POISON and a private confession", 1)])
+    embeddings.reject_inputs_containing("POISON")
+    world.runtime.buffers.force_flush("mem_mythos")
+    with caplog.at_level(logging.INFO):
+        report = flush(world.runtime.buffers.claim_due(100), world.deps)
+    assert report.dead_letters == 1
+    assert caplog.records and "private confession" not in caplog.text
+    assert "POISON" not in caplog.text

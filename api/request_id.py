@@ -1,0 +1,43 @@
+"""The request id: taken from `X-Request-ID` (when it is a plain token) or made, set in the log
+context for the request's lines, and returned in the response's `X-Request-ID` header."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from shared import log_context
+
+HEADER = "x-request-id"
+# A proxy's id is kept only when it cannot forge log lines or carry a payload.
+_ACCEPTED = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+
+def request_id(headers: Headers) -> str:
+    given = headers.get(HEADER, "")
+    return given if _ACCEPTED.fullmatch(given) else uuid.uuid4().hex
+
+
+class RequestId:
+    """Outermost middleware: even the door's refusals carry the id, in the header and the log."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = request_id(Headers(scope=scope))
+
+        async def tagged(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [h for h in message.get("headers", []) if h[0].lower() != b"x-request-id"]
+                message["headers"] = [*headers, (b"x-request-id", rid.encode())]
+            await send(message)
+
+        with log_context.bound(request_id=rid, agent=None):
+            await self.app(scope, receive, tagged)
