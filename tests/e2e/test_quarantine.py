@@ -187,3 +187,39 @@ def test_an_unforeseen_exception_is_isolated_then_released_after_a_fix(
     wait_for(lambda: stored(stack, "mem_poisoner") == [["p1"]])
     assert quarantined(stack) == []
     assert stack.client.get("/agents/poisoner/stats").json()["quarantined"] == []
+
+
+def test_deleting_the_broken_record_of_a_quarantined_conversation_is_the_fix(
+    stack: Stack,
+) -> None:
+    # Review: a buffered record without its time (older code) quarantines its conversation;
+    # deleting it (the documented fix) answered 500 from Message.from_json after Redis had
+    # already removed it, so no tombstone was written and Qdrant was never asked.
+    broken = {"i": "k1", "t": LONG, "s": "Alex", "z": 80}
+    bad = poison(stack, "broken", "mem_broken", broken, record("k2", BASE_TS))
+    victim_and_poison_due_together(stack, bad)
+    wait_for(lambda: quarantined(stack) == [bad], timeout=30)
+
+    response = stack.client.post("/agents/broken/delete", json={"message_id": "k1"})
+    assert response.status_code == 200, response.text
+    assert response.json()["deleted_buffered"] == 1
+    seen = stack.runtime.redis.get(keys.seen("mem_broken", "discord", "k1"))
+    assert seen == b"deleted"  # tombstoned: a re-send never stores it
+    wait_for(lambda: stored(stack, "mem_broken") == [["k2"]])
+    assert quarantined(stack) == []
+
+
+def test_a_record_that_is_not_json_does_not_break_deletes(stack: Stack) -> None:
+    # Review: a record that is not a JSON object made the delete script itself fail (cjson),
+    # so no delete could touch its conversation; a delete of the whole conversation clears it.
+    bad = poison(stack, "broken", "mem_broken", record("k2", BASE_TS))
+    stack.runtime.redis.rpush(keys.buffer(bad), "{not json", "7")
+    other = stack.client.post("/agents/broken/delete", json={"message_id": "k2"})
+    assert other.status_code == 200, other.text
+    assert other.json()["deleted_buffered"] == 1
+    assert stack.runtime.redis.llen(keys.buffer(bad)) == 2
+    scope = {"source": "discord", "channel_id": "p"}
+    response = stack.client.post("/agents/broken/delete", json=scope)
+    assert response.status_code == 200, response.text
+    assert response.json()["deleted_buffered"] == 2
+    assert stack.runtime.redis.llen(keys.buffer(bad)) == 0
