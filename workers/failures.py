@@ -31,6 +31,9 @@ UNKNOWN_RETRY_BASE_SECONDS = 2.0
 # Statuses with which Qdrant refuses a request for what it holds (a name, a point, a size),
 # so sending the same request again is refused again.
 QDRANT_REFUSALS = frozenset({400, 413, 422})
+# Statuses with which Qdrant refuses the API key: a setting, retried with backoff like the
+# embedding provider's 401/403, never the data's fault.
+QDRANT_KEY_REFUSALS = frozenset({401, 403})
 
 
 class Action(Enum):
@@ -66,6 +69,8 @@ def _action(error: BaseException) -> Action:
         return Action.HOLD
     if isinstance(error, InvalidAgentName | InvalidInput | InputRejected):
         return Action.QUARANTINE
+    if isinstance(error, UnexpectedResponse) and error.status_code in QDRANT_KEY_REFUSALS:
+        return Action.RETRY
     if isinstance(error, UnexpectedResponse):
         return Action.QUARANTINE if error.status_code in QDRANT_REFUSALS else Action.COUNT
     # Data that cannot be formatted or encoded (a date beyond year 9999, a broken buffered

@@ -55,7 +55,11 @@ def year_56411() -> ValueError:
         (qdrant(400), Action.QUARANTINE),
         (qdrant(413), Action.QUARANTINE),
         (qdrant(422), Action.QUARANTINE),
-        (qdrant(403), Action.COUNT),
+        # The API key refused (wrong, rotated, read-only) is a setting: retried, like the
+        # embedding provider's 401/403 (review: it quarantined everything within seconds).
+        (qdrant(401), Action.RETRY),
+        (qdrant(403), Action.RETRY),
+        (qdrant(409), Action.COUNT),
         (KeyError("ts"), Action.COUNT),
         (TypeError("object of type 'float' has no len()"), Action.COUNT),
         (RuntimeError("anything else"), Action.COUNT),

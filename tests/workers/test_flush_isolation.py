@@ -309,3 +309,24 @@ def test_a_point_qdrant_refuses_holds_back_no_collection_mate(
     assert world.meta(mate)["written"] == "2"
     assert report.quarantined == 1 and world.quarantined() == [bad]
     assert world.meta(bad)["quarantined"].startswith("UnexpectedResponse: Unexpected Response: 400")
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_qdrant_refusing_the_key_quarantines_nothing(
+    world: World, monkeypatch: pytest.MonkeyPatch, status: int
+) -> None:
+    # Review: Qdrant answering 401/403 (a rotated or wrong QDRANT_API_KEY) is a setting, like
+    # the embedding provider's 401/403, which is retried; it was "unforeseen", so every
+    # conversation flushed in the next seconds was quarantined and needed a manual release.
+    def upsert(collection: str, points: Any) -> None:
+        content = b'{"status":{"error":"Must provide an API key"}}'
+        raise UnexpectedResponse(status, "Unauthorized", content, httpx.Headers())
+
+    monkeypatch.setattr(world.runtime.store, "upsert", upsert)
+    victim = world.save_victim()
+    for _ in range(UNKNOWN_FAILURES_ALLOWED + 1):
+        _, report = world.flush_all()
+        assert report.quarantined == 0 and report.retried == 1
+    assert world.quarantined() == []
+    assert world.buffered(victim) == 2
+    assert "failures" not in world.meta(victim)
