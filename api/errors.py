@@ -19,6 +19,7 @@ from shared.errors import (
     InvalidInput,
     MemoryPoolError,
     ModelMismatch,
+    NotQuarantined,
     RecallTimeout,
     RequestTooLarge,
     Unauthorized,
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 
 STATUS = {
     UnknownAgent: 404,
+    NotQuarantined: 404,
     InvalidInput: 400,
     InvalidAgentName: 400,
     AgentBlocked: 409,

@@ -54,6 +54,13 @@ end
 return n
 """
 
+# Leaving the quarantine without a flush: its messages were discarded by an operator.
+_DROP = """
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('HDEL', KEYS[2], 'quarantined', 'quarantined_at', 'failures', 'attempts', 'retry_at')
+return 1
+"""
+
 RETRIED, QUARANTINED, LOST = 1, 2, 0
 
 
@@ -82,6 +89,7 @@ class Quarantine:
         self.redis = client
         self._fail = client.register_script(_FAIL)
         self._release = client.register_script(_RELEASE)
+        self._drop = client.register_script(_DROP)
 
     def fail(self, claim: Claim, reason: str, *, threshold: int, retry_in: float) -> int:
         """Count a failure of a claimed conversation: quarantine it at `threshold` failures in
@@ -147,6 +155,14 @@ class Quarantine:
             return 0
         args = [_now_ms(), keys.meta(""), *members]
         return int(self._release(keys=[keys.QUARANTINE, keys.DUE], args=args))
+
+    def is_quarantined(self, conversation: str) -> bool:
+        return self.redis.zscore(keys.QUARANTINE, conversation) is not None
+
+    def drop(self, conversation: str) -> bool:
+        """Take a conversation out without trying it again (its messages were discarded)."""
+        return int(self._drop(keys=[keys.QUARANTINE, keys.meta(conversation)],
+                              args=[conversation])) == 1  # fmt: skip
 
 
 def _now_ms() -> int:

@@ -41,6 +41,7 @@ OPERATIONS = [
     ("/dead-letters/replay", "POST"),
     ("/quarantine", "GET"),
     ("/quarantine/release", "POST"),
+    ("/quarantine/discard", "POST"),
 ]
 # Headers the requests-style case carries that httpx sets itself.
 DROPPED_HEADERS = {"content-length", "connection", "accept-encoding", "host"}

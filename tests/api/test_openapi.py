@@ -26,6 +26,7 @@ EXPECTED = {
     ("/dead-letters/replay", "post"): {"400", "401", "403", "404", "422"},
     ("/quarantine", "get"): {"400", "401", "403", "404", "422"},
     ("/quarantine/release", "post"): {"400", "401", "403", "404", "422"},
+    ("/quarantine/discard", "post"): {"400", "401", "403", "404", "422"},
 }
 
 

@@ -72,14 +72,15 @@ def test_health_is_degraded_and_says_no_more_without_an_all_agents_key(
 
 
 @pytest.mark.parametrize(
-    ("method", "path"), [("GET", "/quarantine"), ("POST", "/quarantine/release")]
+    ("method", "path"),
+    [("GET", "/quarantine"), ("POST", "/quarantine/release"), ("POST", "/quarantine/discard")],
 )
 def test_the_quarantine_endpoints_need_an_all_agents_key(
     client: TestClient, r: redis.Redis, method: str, path: str
 ) -> None:
     key = quarantine(r, "mythos", "c1")
     for headers, status in [({}, 401), (bearer(MYTHOS), 403), (bearer("x" * 20), 401)]:
-        response = client.request(method, path, headers=headers)
+        response = client.request(method, path, headers=headers, json={"conversation": key})
         assert response.status_code == status, response.text
         assert is_error_shape(response.json())
     assert [m for m, _ in Quarantine(r).members()] == [key]  # nothing released

@@ -223,3 +223,29 @@ def test_a_record_that_is_not_json_does_not_break_deletes(stack: Stack) -> None:
     assert response.status_code == 200, response.text
     assert response.json()["deleted_buffered"] == 2
     assert stack.runtime.redis.llen(keys.buffer(bad)) == 0
+
+
+def test_a_quarantine_no_fix_can_clear_is_discarded_by_an_operator(stack: Stack) -> None:
+    # Review: a legacy agent name no collection can have is quarantined, but every endpoint
+    # that could delete its messages refuses the name (400), so no release ever writes it and
+    # /health stayed degraded for good. An operator discards such a conversation.
+    named = poison(stack, LONG_NAME, "mem_" + "b" * 1020, record("b1", BASE_TS))
+    year = poison(stack, "poisoner", "mem_poisoner", record("p1", MICROSECONDS_TS))
+    victim_and_poison_due_together(stack, named, year)
+    wait_for(lambda: sorted(quarantined(stack)) == sorted([named, year]))
+    assert stack.client.post(f"/agents/{LONG_NAME}/delete", json={}).status_code == 400
+
+    discard = "/quarantine/discard"
+    missing = stack.client.post(discard, json={"conversation": "mem_victim:discord:chan%3Dx"})
+    assert missing.status_code == 404 and set(missing.json()) == {"error", "detail"}
+    assert stack.client.post(discard, json={}).status_code == 422
+    answer = stack.client.post(discard, json={"conversation": named})
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {"discarded": 1}
+    assert quarantined(stack) == [year]  # only the one chosen
+    r = stack.runtime.redis
+    assert r.llen(keys.buffer(named)) == 0 and r.zscore(keys.DUE, named) is None
+    assert r.get(keys.seen("mem_" + "b" * 1020, "discord", "b1")) == b"deleted"
+    assert stack.client.post(discard, json={"conversation": year}).json() == {"discarded": 1}
+    assert stack.client.get("/health").json()["status"] == "ok"
+    assert stored(stack, "mem_poisoner") == []
