@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 import redis
+from celery.exceptions import SoftTimeLimitExceeded
 from qdrant_client.http.exceptions import UnexpectedResponse
 
 from shared.backoff import compute_backoff
@@ -61,8 +62,10 @@ def judge(error: BaseException) -> Verdict:
 
 
 def _action(error: BaseException) -> Action:
-    # Redis unreachable or slow for a moment is an outage like any other, not this data's fault.
-    transient = (UpstreamUnavailable, CollectionMissing, redis.ConnectionError, redis.TimeoutError)
+    # Redis unreachable or slow for a moment is an outage like any other, not this data's fault;
+    # so is the task running out of time (Celery's soft limit, raised in whatever step runs).
+    transient = (UpstreamUnavailable, CollectionMissing, redis.ConnectionError, redis.TimeoutError,
+                 SoftTimeLimitExceeded)  # fmt: skip
     if isinstance(error, transient):
         return Action.RETRY
     if isinstance(error, DimensionMismatch | ModelMismatch | UnknownAgent):

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 import redis
+from celery.exceptions import SoftTimeLimitExceeded
 from qdrant_client.http.exceptions import UnexpectedResponse
 
 from shared.errors import (
@@ -43,6 +44,7 @@ def year_56411() -> ValueError:
         (CollectionMissing("gone"), Action.RETRY),
         (redis.ConnectionError("reset"), Action.RETRY),
         (redis.TimeoutError("slow"), Action.RETRY),
+        (SoftTimeLimitExceeded(), Action.RETRY),  # the task out of time: nobody's data
         (DimensionMismatch("384 vs 1536"), Action.HOLD),
         (ModelMismatch("other model"), Action.HOLD),
         (UnknownAgent("not in the agents file"), Action.HOLD),
