@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import GlobalAccess, RuntimeDep
@@ -35,13 +35,21 @@ class QuarantineList(BaseModel):
 
 
 class ReleaseRequest(BaseModel):
-    bot: str | None = Field(None, description="Release only this agent's conversations.")
+    # Without a choice every conversation is released: a misspelt field or an empty `bot`
+    # must not silently mean "all" (as a delete's unknown field is refused too).
+    model_config = ConfigDict(extra="forbid")
+
+    bot: str | None = Field(
+        None, min_length=1, description="Release only this agent's conversations."
+    )
     conversation: str | None = Field(
         None, max_length=2048, description="Release only this conversation (its key, as listed)."
     )
 
 
 class DiscardRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     conversation: str = Field(
         max_length=2048, description="The quarantined conversation (its key, as listed)."
     )

@@ -131,3 +131,18 @@ def test_release_by_agent_by_conversation_or_through_a_replay(
     assert r.zscore(keys.DUE, other) is not None
     assert client.post(release, headers=ops).json() == {"released": 1}
     assert Quarantine(r).members() == []
+
+
+@pytest.mark.parametrize(
+    "body", [{"convo": "typo"}, {"bot": ""}, {"bot": "polaris", "conversaton": "x"}]
+)
+def test_a_release_that_names_nothing_it_knows_releases_nothing(
+    client: TestClient, r: redis.Redis, body: dict
+) -> None:
+    # Review: a misspelt field or an empty `bot` was ignored, so the request meant "release
+    # every quarantined conversation" (a careless operator's typo released all of them).
+    key = quarantine(r, "mythos", "c1")
+    response = client.post("/quarantine/release", json=body, headers=bearer(ALL))
+    assert response.status_code == 422, response.text
+    assert is_error_shape(response.json())
+    assert [m for m, _ in Quarantine(r).members()] == [key]
