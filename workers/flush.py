@@ -307,7 +307,13 @@ def _start(claim: Claim, deps: FlushDeps, report: FlushReport) -> _Work | None:
     state = None
     try:
         state = deps.buffers.begin(claim)
-        return None if state is None else _prepare(state, deps)
+        if state is None:
+            return None
+        if not state.messages and not state.inflight:
+            # Nothing buffered (a due entry left behind): done, whatever its agent's name.
+            deps.buffers.commit(state, Commit(0, 0, 0, 0, 0.0, wrote_points=False))
+            return None
+        return _prepare(state, deps)
     except Exception as exc:
         _isolated(deps, claim, state.meta if state else {}, exc, report)
         return None

@@ -357,3 +357,16 @@ def test_the_task_running_out_of_time_is_no_ones_fault(
     assert world.quarantined() == []
     for key in (victim, other):
         assert "failures" not in world.meta(key) and world.buffered(key) == 2
+
+
+def test_a_due_entry_with_nothing_buffered_is_no_quarantine(world: World) -> None:
+    # Review: a due entry whose conversation holds nothing (no meta, no buffer: left behind
+    # by older code or an evicted key) failed the agent lookup on its empty name and was
+    # quarantined with 0 messages, so /health said degraded for nothing, release after release.
+    ghost = "mem_ghost:discord:chan%3Dq"
+    world.redis.zadd(keys.DUE, {ghost: 0})
+    world.save_victim()
+    _, report = world.flush_all()
+    assert report.quarantined == 0 and world.quarantined() == []
+    assert world.redis.zscore(keys.DUE, ghost) is None
+    assert world.stored_ids("mem_victim") == [["v1-0", "v1-1"]]
