@@ -19,10 +19,16 @@ from shared import keys
 from shared.buffers import Claim
 from shared.conversations import collection_of, source_of
 
-# 1 retried later, 2 quarantined, 0 the lease was lost (another worker has it: nothing changed)
+# 1 retried later, 2 quarantined, 0 the lease was lost (another worker has it: nothing changed),
+# 3 a delete changed it while it failed (maybe removing the culprit): tried again now, uncounted
 _FAIL = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 local now, member = tonumber(ARGV[2]), ARGV[3]
+if ARGV[7] ~= '' and (redis.call('HGET', KEYS[2], 'gen') or '0') ~= ARGV[7] then
+  redis.call('ZADD', KEYS[3], now, member)
+  redis.call('DEL', KEYS[1])
+  return 3
+end
 local failures = redis.call('HINCRBY', KEYS[2], 'failures', 1)
 if failures >= tonumber(ARGV[5]) then
   redis.call('HSET', KEYS[2], 'quarantined', ARGV[4], 'quarantined_at', now)
@@ -61,7 +67,7 @@ redis.call('HDEL', KEYS[2], 'quarantined', 'quarantined_at', 'failures', 'attemp
 return 1
 """
 
-RETRIED, QUARANTINED, LOST = 1, 2, 0
+RETRIED, QUARANTINED, LOST, CHANGED = 1, 2, 0, 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,13 +97,15 @@ class Quarantine:
         self._release = client.register_script(_RELEASE)
         self._drop = client.register_script(_DROP)
 
-    def fail(self, claim: Claim, reason: str, *, threshold: int, retry_in: float) -> int:
+    def fail(self, claim: Claim, reason: str, *, threshold: int, retry_in: float,
+             generation: str = "") -> int:  # fmt: skip
         """Count a failure of a claimed conversation: quarantine it at `threshold` failures in
-        a row (1: at once), else give it back to be tried in `retry_in` seconds."""
+        a row (1: at once), else give it back to be tried in `retry_in` seconds. With the
+        `generation` the flush read, a conversation a delete changed meanwhile is not counted."""
         conversation = claim.conversation
         script_keys = [keys.lease(conversation), keys.meta(conversation), keys.DUE]
         args = [claim.token, _now_ms(), conversation, reason[:1000], threshold]
-        args.append(int(retry_in * 1000))
+        args.extend([int(retry_in * 1000), generation])
         return int(self._fail(keys=[*script_keys, keys.QUARANTINE], args=args))
 
     def members(self, collection: str | None = None) -> list[tuple[str, int]]:

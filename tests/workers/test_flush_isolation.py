@@ -20,8 +20,10 @@ from celery.exceptions import SoftTimeLimitExceeded
 from qdrant_client import models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
+import workers.flush
 from shared import keys
 from shared.agents import AgentConfig, Agents
+from shared.buffer_deletes import BufferDeletes, BufferScope
 from shared.buffers import AgentRef, Claim, ConversationSettings, IncomingMessage
 from shared.conversations import ConversationRef
 from shared.messages import Message
@@ -370,3 +372,26 @@ def test_a_due_entry_with_nothing_buffered_is_no_quarantine(world: World) -> Non
     assert report.quarantined == 0 and world.quarantined() == []
     assert world.redis.zscore(keys.DUE, ghost) is None
     assert world.stored_ids("mem_victim") == [["v1-0", "v1-1"]]
+
+
+def test_a_delete_while_a_flush_fails_is_the_fix_not_a_quarantine(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Review: the operator deletes the bad message while a flush that read it is failing on
+    # it; the failure still quarantined the conversation (the quarantine script checked the
+    # lease, not the generation), so the fix was undone and a release was needed.
+    poisoner = world.legacy(
+        "poisoner", "mem_poisoner", "p", record("p1", BASE_TS), record("p2", BASE_TS + 1000)
+    )
+
+    def chunk_text(messages: Any) -> str:
+        BufferDeletes(world.redis).forget([poisoner], BufferScope("ids", ("p1",)), 0)
+        raise ValueError("p1 cannot be formatted")  # what the flush read still holds it
+
+    monkeypatch.setattr(workers.flush, "chunk_text", chunk_text)
+    _, report = world.flush_all()
+    assert report.quarantined == 0 and world.quarantined() == []
+    assert "failures" not in world.meta(poisoner)
+    monkeypatch.undo()
+    world.flush_all()
+    assert world.stored_ids("mem_poisoner") == [["p2"]]
