@@ -27,7 +27,7 @@ from shared.buffer_deletes import BufferDeletes, BufferScope
 from shared.buffers import AgentRef, Claim, ConversationSettings, IncomingMessage
 from shared.conversations import ConversationRef
 from shared.messages import Message
-from shared.quarantine import Quarantine
+from shared.quarantine import LOST, Quarantine
 from shared.runtime import Runtime
 from tests.conftest import EMBEDDING_DIMS
 from tests.legacy import BASE_TS, MICROSECONDS_TS, SOURCE, buffer_legacy, record
@@ -395,3 +395,19 @@ def test_a_delete_while_a_flush_fails_is_the_fix_not_a_quarantine(
     monkeypatch.undo()
     world.flush_all()
     assert world.stored_ids("mem_poisoner") == [["p2"]]
+
+
+def test_a_flush_whose_lease_expired_quarantines_nothing_another_holds(world: World) -> None:
+    # Review (held): worker A's lease expires while it fails on the conversation; worker B
+    # has claimed it since. A's failure changes nothing: B's lease, the due entry and the
+    # count stay as they are.
+    key = world.legacy("poisoner", "mem_poisoner", "p", record("p1", MICROSECONDS_TS))
+    [first] = world.claim_all()
+    world.redis.delete(keys.lease(key))  # A's lease expired
+    [second] = world.claim_all()
+    assert second.token != first.token
+    outcome = world.quarantine.fail(first, "ValueError: late", threshold=1, retry_in=1)
+    assert outcome == LOST
+    assert world.quarantined() == []
+    assert world.redis.get(keys.lease(key)).decode() == second.token
+    assert "failures" not in world.meta(key)
