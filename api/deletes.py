@@ -14,12 +14,11 @@ from qdrant_client import models
 from api.known_ids import LACKING_ID_LIST
 from shared import keys
 from shared.agents import AgentConfig
-from shared.buffer_deletes import BufferDeletes, BufferScope
+from shared.buffer_deletes import BufferDeletes, BufferScope, Removed
 from shared.conversations import ConversationRef, source_of
 from shared.dead_letters import DeadLetter
 from shared.errors import UpstreamUnavailable
 from shared.memory_query import qdrant_id
-from shared.messages import Message
 from shared.recall_rules import message_ids_of
 from shared.redis_lock import held
 from shared.runtime import Runtime
@@ -130,10 +129,10 @@ def replays_paused(client: redis.Redis) -> Iterator[None]:
 
 def _forget_chunk_mates(
     deletes: BufferDeletes, conversations: list[str], doomed: dict[str, dict], now_ms: int
-) -> list[tuple[str, Message]]:
+) -> list[Removed]:
     """Every chunk that held a deleted message goes whole: its other messages that are still
     buffered (an open chunk's, or one kept under another conversation key) leave too."""
-    removed: list[tuple[str, Message]] = []
+    removed: list[Removed] = []
     for source, ids in _ids_by_source(doomed.values()).items():
         targets = [c for c in conversations if source_of(c) == source]
         removed += deletes.forget(targets, BufferScope("ids", tuple(sorted(ids))), now_ms)
@@ -177,10 +176,11 @@ def preview(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> DeleteP
     return DeletePreview(len(doomed), len(message_ids), without_source)
 
 
-def _tombstones(removed: list[tuple[str, Message]]) -> dict[str, set[str]]:
+def _tombstones(removed: list[Removed]) -> dict[str, set[str]]:
     by_source: dict[str, set[str]] = defaultdict(set)
-    for conversation, message in removed:
-        by_source[source_of(conversation)].add(message.id)
+    for conversation, message_id in removed:
+        if message_id is not None:
+            by_source[source_of(conversation)].add(message_id)
     return by_source
 
 

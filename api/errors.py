@@ -19,6 +19,7 @@ from shared.errors import (
     InvalidInput,
     MemoryPoolError,
     ModelMismatch,
+    NotQuarantined,
     PointNotFound,
     RecallTimeout,
     RequestTooLarge,
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 STATUS = {
     UnknownAgent: 404,
     PointNotFound: 404,
+    NotQuarantined: 404,
     InvalidInput: 400,
     InvalidAgentName: 400,
     AgentBlocked: 409,

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import redis
 
 from shared import keys
-from shared.messages import Message
+
+# (conversation, message id) of a removed buffered message; the id is None for a record no
+# flush could read (it has no id to tombstone, but it is removed all the same).
+Removed = tuple[str, str | None]
 
 # Removes a conversation's matching buffered messages in one step and bumps its generation, so
 # a flush already in flight sees the change before it commits (and takes its points back).
@@ -20,10 +24,17 @@ local wanted = {}
 for i = 4, #ARGV do wanted[ARGV[i]] = true end
 local items = redis.call('LRANGE', KEYS[2], 0, -1)
 local written = tonumber(redis.call('HGET', KEYS[1], 'written') or '0')
+-- A record no flush can read (not JSON, not an object: written by older code) must not stop
+-- the delete that is the fix of its quarantined conversation: it matches only 'all'.
+local function record(raw)
+  local ok, m = pcall(cjson.decode, raw)
+  if ok and type(m) == 'table' then return m end
+  return {}
+end
 local function matches(raw)
   if mode == 'all' then return true end
-  local m = cjson.decode(raw)
-  if mode == 'ids' then return wanted[m['i']] == true end
+  local m = record(raw)
+  if mode == 'ids' then return m['i'] ~= nil and wanted[m['i']] == true end
   return m['u'] ~= nil and wanted[m['u']] == true
 end
 local hits, drop_written = {}, false
@@ -37,7 +48,7 @@ for idx, raw in ipairs(items) do
     table.insert(removed, raw)
   else
     table.insert(kept, raw)
-    chars = chars + tonumber(cjson.decode(raw)['z'] or 0)
+    chars = chars + (tonumber(record(raw)['z']) or 0)
   end
 end
 if #removed == 0 then return {} end
@@ -76,9 +87,9 @@ class BufferDeletes:
 
     def forget(
         self, conversations: Iterable[str], scope: BufferScope, now_ms: int
-    ) -> list[Message]:
+    ) -> list[Removed]:
         """Remove matching buffered messages from each conversation; returns what was removed."""
-        removed: list[Message] = []
+        removed: list[Removed] = []
         for conversation in conversations:
             result = self._forget(
                 keys=[
@@ -89,7 +100,7 @@ class BufferDeletes:
                 ],
                 args=[scope.mode, conversation, now_ms, *scope.values],
             )
-            removed.extend((conversation, Message.from_json(raw)) for raw in result)
+            removed.extend((conversation, _message_id(raw)) for raw in result)
         return removed
 
     def tombstone(
@@ -101,3 +112,14 @@ class BufferDeletes:
             for message_id in message_ids:
                 pipe.set(keys.seen(collection, source, message_id), "deleted")
         pipe.execute()
+
+
+def _message_id(raw: bytes | str) -> str | None:
+    """The id of a removed record, read leniently: a record missing its time or its text
+    (older code wrote some) is still a message whose id a re-send must not store again."""
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return None
+    found = record.get("i") if isinstance(record, dict) else None
+    return found if isinstance(found, str) else None

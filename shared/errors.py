@@ -27,6 +27,12 @@ class UnknownAgent(MemoryPoolError):
     code = "unknown_agent"
 
 
+class NotQuarantined(MemoryPoolError):
+    """A request names a conversation that is not in the quarantine."""
+
+    code = "not_quarantined"
+
+
 class InvalidInput(MemoryPoolError):
     """A request that is structurally wrong; nothing of it is stored."""
 

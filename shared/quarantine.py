@@ -19,10 +19,16 @@ from shared import keys
 from shared.buffers import Claim
 from shared.conversations import collection_of, source_of
 
-# 1 retried later, 2 quarantined, 0 the lease was lost (another worker has it: nothing changed)
+# 1 retried later, 2 quarantined, 0 the lease was lost (another worker has it: nothing changed),
+# 3 a delete changed it while it failed (maybe removing the culprit): tried again now, uncounted
 _FAIL = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 local now, member = tonumber(ARGV[2]), ARGV[3]
+if ARGV[7] ~= '' and (redis.call('HGET', KEYS[2], 'gen') or '0') ~= ARGV[7] then
+  redis.call('ZADD', KEYS[3], now, member)
+  redis.call('DEL', KEYS[1])
+  return 3
+end
 local failures = redis.call('HINCRBY', KEYS[2], 'failures', 1)
 if failures >= tonumber(ARGV[5]) then
   redis.call('HSET', KEYS[2], 'quarantined', ARGV[4], 'quarantined_at', now)
@@ -54,7 +60,14 @@ end
 return n
 """
 
-RETRIED, QUARANTINED, LOST = 1, 2, 0
+# Leaving the quarantine without a flush: its messages were discarded by an operator.
+_DROP = """
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('HDEL', KEYS[2], 'quarantined', 'quarantined_at', 'failures', 'attempts', 'retry_at')
+return 1
+"""
+
+RETRIED, QUARANTINED, LOST, CHANGED = 1, 2, 0, 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,14 +95,17 @@ class Quarantine:
         self.redis = client
         self._fail = client.register_script(_FAIL)
         self._release = client.register_script(_RELEASE)
+        self._drop = client.register_script(_DROP)
 
-    def fail(self, claim: Claim, reason: str, *, threshold: int, retry_in: float) -> int:
+    def fail(self, claim: Claim, reason: str, *, threshold: int, retry_in: float,
+             generation: str = "") -> int:  # fmt: skip
         """Count a failure of a claimed conversation: quarantine it at `threshold` failures in
-        a row (1: at once), else give it back to be tried in `retry_in` seconds."""
+        a row (1: at once), else give it back to be tried in `retry_in` seconds. With the
+        `generation` the flush read, a conversation a delete changed meanwhile is not counted."""
         conversation = claim.conversation
         script_keys = [keys.lease(conversation), keys.meta(conversation), keys.DUE]
         args = [claim.token, _now_ms(), conversation, reason[:1000], threshold]
-        args.append(int(retry_in * 1000))
+        args.extend([int(retry_in * 1000), generation])
         return int(self._fail(keys=[*script_keys, keys.QUARANTINE], args=args))
 
     def members(self, collection: str | None = None) -> list[tuple[str, int]]:
@@ -147,6 +163,14 @@ class Quarantine:
             return 0
         args = [_now_ms(), keys.meta(""), *members]
         return int(self._release(keys=[keys.QUARANTINE, keys.DUE], args=args))
+
+    def is_quarantined(self, conversation: str) -> bool:
+        return self.redis.zscore(keys.QUARANTINE, conversation) is not None
+
+    def drop(self, conversation: str) -> bool:
+        """Take a conversation out without trying it again (its messages were discarded)."""
+        return int(self._drop(keys=[keys.QUARANTINE, keys.meta(conversation)],
+                              args=[conversation])) == 1  # fmt: skip
 
 
 def _now_ms() -> int:

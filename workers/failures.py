@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 import redis
+from celery.exceptions import SoftTimeLimitExceeded
 from qdrant_client.http.exceptions import UnexpectedResponse
 
 from shared.backoff import compute_backoff
@@ -31,6 +32,9 @@ UNKNOWN_RETRY_BASE_SECONDS = 2.0
 # Statuses with which Qdrant refuses a request for what it holds (a name, a point, a size),
 # so sending the same request again is refused again.
 QDRANT_REFUSALS = frozenset({400, 413, 422})
+# Statuses with which Qdrant refuses the API key: a setting, retried with backoff like the
+# embedding provider's 401/403, never the data's fault.
+QDRANT_KEY_REFUSALS = frozenset({401, 403})
 
 
 class Action(Enum):
@@ -58,14 +62,18 @@ def judge(error: BaseException) -> Verdict:
 
 
 def _action(error: BaseException) -> Action:
-    # Redis unreachable or slow for a moment is an outage like any other, not this data's fault.
-    transient = (UpstreamUnavailable, CollectionMissing, redis.ConnectionError, redis.TimeoutError)
+    # Redis unreachable or slow for a moment is an outage like any other, not this data's fault;
+    # so is the task running out of time (Celery's soft limit, raised in whatever step runs).
+    transient = (UpstreamUnavailable, CollectionMissing, redis.ConnectionError, redis.TimeoutError,
+                 SoftTimeLimitExceeded)  # fmt: skip
     if isinstance(error, transient):
         return Action.RETRY
     if isinstance(error, DimensionMismatch | ModelMismatch | UnknownAgent):
         return Action.HOLD
     if isinstance(error, InvalidAgentName | InvalidInput | InputRejected):
         return Action.QUARANTINE
+    if isinstance(error, UnexpectedResponse) and error.status_code in QDRANT_KEY_REFUSALS:
+        return Action.RETRY
     if isinstance(error, UnexpectedResponse):
         return Action.QUARANTINE if error.status_code in QDRANT_REFUSALS else Action.COUNT
     # Data that cannot be formatted or encoded (a date beyond year 9999, a broken buffered

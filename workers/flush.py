@@ -13,6 +13,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from celery.exceptions import SoftTimeLimitExceeded
+
 from shared.agents import AgentConfig, Agents
 from shared.backoff import compute_backoff
 from shared.buffers import Buffers, Claim, Commit, ConversationState
@@ -21,7 +23,6 @@ from shared.errors import (
     CollectionMissing,
     DimensionMismatch,
     InputRejected,
-    MemoryPoolError,
     ModelMismatch,
     UpstreamUnavailable,
 )
@@ -137,7 +138,11 @@ def _take_back(deps: FlushDeps, state: ConversationState, collection: str) -> bo
     return True
 
 
-def _retry(deps: FlushDeps, work: _Work, error: MemoryPoolError, report: FlushReport) -> None:
+# Out of time is no conversation's fault: everyone in the step is given back, none counted.
+_OUT_OF_TIME = (UpstreamUnavailable, SoftTimeLimitExceeded)
+
+
+def _retry(deps: FlushDeps, work: _Work, error: Exception, report: FlushReport) -> None:
     retry_after = error.retry_after if isinstance(error, UpstreamUnavailable) else None
     attempts = int(work.state.meta.get("attempts", "0"))
     delay = compute_backoff(attempts, retry_after=retry_after)
@@ -216,7 +221,7 @@ def _upsert(deps: FlushDeps, work: list[_Work], report: FlushReport) -> list[_Wo
             for item in items:
                 _retry(deps, item, exc, report)
             continue
-        except UpstreamUnavailable as exc:
+        except _OUT_OF_TIME as exc:
             for item in items:
                 _retry(deps, item, exc, report)
             continue
@@ -303,7 +308,13 @@ def _start(claim: Claim, deps: FlushDeps, report: FlushReport) -> _Work | None:
     state = None
     try:
         state = deps.buffers.begin(claim)
-        return None if state is None else _prepare(state, deps)
+        if state is None:
+            return None
+        if not state.messages and not state.inflight:
+            # Nothing buffered (a due entry left behind): done, whatever its agent's name.
+            deps.buffers.commit(state, Commit(0, 0, 0, 0, 0.0, wrote_points=False))
+            return None
+        return _prepare(state, deps)
     except Exception as exc:
         _isolated(deps, claim, state.meta if state else {}, exc, report)
         return None
@@ -328,7 +339,7 @@ def _embedded(deps: FlushDeps, work: list[_Work], report: FlushReport) -> list[_
     conversation is embedded alone, so only the one that breaks it is set aside."""
     try:
         vectors = deps.embedder.embed([text for item in work for text in item.texts])
-    except UpstreamUnavailable as exc:
+    except _OUT_OF_TIME as exc:
         for item in work:
             _retry(deps, item, exc, report)
         return []

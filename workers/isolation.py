@@ -11,8 +11,14 @@ import logging
 from shared.backoff import compute_backoff
 from shared.buffers import Buffers, Claim
 from shared.errors import UpstreamUnavailable
-from shared.quarantine import QUARANTINED, Quarantine
-from workers.failures import UNKNOWN_FAILURES_ALLOWED, Action, judge, unknown_retry_delay
+from shared.quarantine import CHANGED, QUARANTINED, Quarantine
+from workers.failures import (
+    UNKNOWN_FAILURES_ALLOWED,
+    Action,
+    Verdict,
+    judge,
+    unknown_retry_delay,
+)
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +44,12 @@ def set_aside(
         log.error("flush of %s is held: %s", where, verdict.reason)
         buffers.release(claim, retry_in=BLOCKED_RETRY_SECONDS, failed=False)
         return Action.HOLD
+    return _count(quarantine, claim, meta, verdict, error, where)
+
+
+def _count(quarantine: Quarantine, claim: Claim, meta: dict[str, str], verdict: Verdict,
+           error: Exception, where: str) -> Action:  # fmt: skip
+    """A failure of the data (or unforeseen): counted, quarantined at the threshold."""
     once = verdict.action is Action.QUARANTINE
     failures = int(meta.get("failures", "0"))
     outcome = quarantine.fail(
@@ -45,7 +57,14 @@ def set_aside(
         verdict.reason,
         threshold=1 if once else UNKNOWN_FAILURES_ALLOWED,
         retry_in=unknown_retry_delay(failures),
+        # A flush that read the conversation knows its generation: a delete meanwhile (the
+        # fix of a bad message, perhaps) is tried again, not quarantined on the old reason.
+        generation=meta.get("gen", "0") if meta else "",
     )
+    if outcome == CHANGED:
+        log.warning("flush of %s failed (%s) while a delete changed it; tried again now",
+                    where, verdict.reason)  # fmt: skip
+        return Action.RETRY
     quarantined = outcome == QUARANTINED
     # The traceback of an unforeseen failure is what a fix needs; a known one has its reason.
     log.error("flush of %s failed (%s); %s", where, verdict.reason,

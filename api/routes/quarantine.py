@@ -3,12 +3,17 @@ released (after a fix) to be written again."""
 
 from __future__ import annotations
 
+import time
+
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import GlobalAccess, RuntimeDep
 from api.schemas import QuarantinedConversation, error_docs
+from shared.buffer_deletes import BufferDeletes, BufferScope
+from shared.conversations import collection_of, source_of
+from shared.errors import NotQuarantined
 from shared.runtime import Runtime
 
 MAX_OFFSET = 1_000_000_000
@@ -30,10 +35,28 @@ class QuarantineList(BaseModel):
 
 
 class ReleaseRequest(BaseModel):
-    bot: str | None = Field(None, description="Release only this agent's conversations.")
+    # Without a choice every conversation is released: a misspelt field or an empty `bot`
+    # must not silently mean "all" (as a delete's unknown field is refused too).
+    model_config = ConfigDict(extra="forbid")
+
+    bot: str | None = Field(
+        None, min_length=1, description="Release only this agent's conversations."
+    )
     conversation: str | None = Field(
         None, max_length=2048, description="Release only this conversation (its key, as listed)."
     )
+
+
+class DiscardRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    conversation: str = Field(
+        max_length=2048, description="The quarantined conversation (its key, as listed)."
+    )
+
+
+class DiscardResponse(BaseModel):
+    discarded: int = Field(description="Buffered messages deleted with it (tombstoned).")
 
 
 class ReleaseResponse(BaseModel):
@@ -83,3 +106,27 @@ async def release_quarantine(
     conversation = body.conversation if body else None
     released = await run_in_threadpool(release, runtime, collection, conversation)
     return ReleaseResponse(released=released)
+
+
+def discard(runtime: Runtime, conversation: str) -> int:
+    """Delete a quarantined conversation's buffered messages, as a delete would (tombstoned,
+    so a re-send is not stored), and take it out of the quarantine."""
+    if not runtime.quarantine.is_quarantined(conversation):
+        raise NotQuarantined(f"conversation {conversation!r} is not quarantined")
+    deletes = BufferDeletes(runtime.redis)
+    removed = deletes.forget([conversation], BufferScope("all"), int(time.time() * 1000))
+    ids = [message_id for _, message_id in removed if message_id is not None]
+    deletes.tombstone(collection_of(conversation), [(source_of(conversation), ids)])
+    runtime.quarantine.drop(conversation)  # an empty one is not released by the delete
+    return len(removed)
+
+
+@router.post(
+    "/discard",
+    response_model=DiscardResponse,
+    responses=error_docs(e400="Not JSON.", e404="The conversation is not quarantined."),
+)
+async def discard_quarantined(runtime: RuntimeDep, body: DiscardRequest) -> DiscardResponse:
+    """Give up on a quarantined conversation no fix can write (an agent name no collection
+    can have, which no delete accepts): its buffered messages are deleted for good."""
+    return DiscardResponse(discarded=await run_in_threadpool(discard, runtime, body.conversation))

@@ -47,6 +47,7 @@ OPERATIONS = [
     ("/agents/{bot}/timeline", "GET"),
     ("/quarantine", "GET"),
     ("/quarantine/release", "POST"),
+    ("/quarantine/discard", "POST"),
 ]
 # Headers the requests-style case carries that httpx sets itself.
 DROPPED_HEADERS = {"content-length", "connection", "accept-encoding", "host"}

@@ -72,14 +72,15 @@ def test_health_is_degraded_and_says_no_more_without_an_all_agents_key(
 
 
 @pytest.mark.parametrize(
-    ("method", "path"), [("GET", "/quarantine"), ("POST", "/quarantine/release")]
+    ("method", "path"),
+    [("GET", "/quarantine"), ("POST", "/quarantine/release"), ("POST", "/quarantine/discard")],
 )
 def test_the_quarantine_endpoints_need_an_all_agents_key(
     client: TestClient, r: redis.Redis, method: str, path: str
 ) -> None:
     key = quarantine(r, "mythos", "c1")
     for headers, status in [({}, 401), (bearer(MYTHOS), 403), (bearer("x" * 20), 401)]:
-        response = client.request(method, path, headers=headers)
+        response = client.request(method, path, headers=headers, json={"conversation": key})
         assert response.status_code == status, response.text
         assert is_error_shape(response.json())
     assert [m for m, _ in Quarantine(r).members()] == [key]  # nothing released
@@ -130,3 +131,18 @@ def test_release_by_agent_by_conversation_or_through_a_replay(
     assert r.zscore(keys.DUE, other) is not None
     assert client.post(release, headers=ops).json() == {"released": 1}
     assert Quarantine(r).members() == []
+
+
+@pytest.mark.parametrize(
+    "body", [{"convo": "typo"}, {"bot": ""}, {"bot": "polaris", "conversaton": "x"}]
+)
+def test_a_release_that_names_nothing_it_knows_releases_nothing(
+    client: TestClient, r: redis.Redis, body: dict
+) -> None:
+    # Review: a misspelt field or an empty `bot` was ignored, so the request meant "release
+    # every quarantined conversation" (a careless operator's typo released all of them).
+    key = quarantine(r, "mythos", "c1")
+    response = client.post("/quarantine/release", json=body, headers=bearer(ALL))
+    assert response.status_code == 422, response.text
+    assert is_error_shape(response.json())
+    assert [m for m, _ in Quarantine(r).members()] == [key]

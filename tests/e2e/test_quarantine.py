@@ -187,3 +187,65 @@ def test_an_unforeseen_exception_is_isolated_then_released_after_a_fix(
     wait_for(lambda: stored(stack, "mem_poisoner") == [["p1"]])
     assert quarantined(stack) == []
     assert stack.client.get("/agents/poisoner/stats").json()["quarantined"] == []
+
+
+def test_deleting_the_broken_record_of_a_quarantined_conversation_is_the_fix(
+    stack: Stack,
+) -> None:
+    # Review: a buffered record without its time (older code) quarantines its conversation;
+    # deleting it (the documented fix) answered 500 from Message.from_json after Redis had
+    # already removed it, so no tombstone was written and Qdrant was never asked.
+    broken = {"i": "k1", "t": LONG, "s": "Alex", "z": 80}
+    bad = poison(stack, "broken", "mem_broken", broken, record("k2", BASE_TS))
+    victim_and_poison_due_together(stack, bad)
+    wait_for(lambda: quarantined(stack) == [bad], timeout=30)
+
+    response = stack.client.post("/agents/broken/delete", json={"message_id": "k1"})
+    assert response.status_code == 200, response.text
+    assert response.json()["deleted_buffered"] == 1
+    seen = stack.runtime.redis.get(keys.seen("mem_broken", "discord", "k1"))
+    assert seen == b"deleted"  # tombstoned: a re-send never stores it
+    wait_for(lambda: stored(stack, "mem_broken") == [["k2"]])
+    assert quarantined(stack) == []
+
+
+def test_a_record_that_is_not_json_does_not_break_deletes(stack: Stack) -> None:
+    # Review: a record that is not a JSON object made the delete script itself fail (cjson),
+    # so no delete could touch its conversation; a delete of the whole conversation clears it.
+    bad = poison(stack, "broken", "mem_broken", record("k2", BASE_TS))
+    stack.runtime.redis.rpush(keys.buffer(bad), "{not json", "7")
+    other = stack.client.post("/agents/broken/delete", json={"message_id": "k2"})
+    assert other.status_code == 200, other.text
+    assert other.json()["deleted_buffered"] == 1
+    assert stack.runtime.redis.llen(keys.buffer(bad)) == 2
+    scope = {"source": "discord", "channel_id": "p"}
+    response = stack.client.post("/agents/broken/delete", json=scope)
+    assert response.status_code == 200, response.text
+    assert response.json()["deleted_buffered"] == 2
+    assert stack.runtime.redis.llen(keys.buffer(bad)) == 0
+
+
+def test_a_quarantine_no_fix_can_clear_is_discarded_by_an_operator(stack: Stack) -> None:
+    # Review: a legacy agent name no collection can have is quarantined, but every endpoint
+    # that could delete its messages refuses the name (400), so no release ever writes it and
+    # /health stayed degraded for good. An operator discards such a conversation.
+    named = poison(stack, LONG_NAME, "mem_" + "b" * 1020, record("b1", BASE_TS))
+    year = poison(stack, "poisoner", "mem_poisoner", record("p1", MICROSECONDS_TS))
+    victim_and_poison_due_together(stack, named, year)
+    wait_for(lambda: sorted(quarantined(stack)) == sorted([named, year]))
+    assert stack.client.post(f"/agents/{LONG_NAME}/delete", json={}).status_code == 400
+
+    discard = "/quarantine/discard"
+    missing = stack.client.post(discard, json={"conversation": "mem_victim:discord:chan%3Dx"})
+    assert missing.status_code == 404 and set(missing.json()) == {"error", "detail"}
+    assert stack.client.post(discard, json={}).status_code == 422
+    answer = stack.client.post(discard, json={"conversation": named})
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {"discarded": 1}
+    assert quarantined(stack) == [year]  # only the one chosen
+    r = stack.runtime.redis
+    assert r.llen(keys.buffer(named)) == 0 and r.zscore(keys.DUE, named) is None
+    assert r.get(keys.seen("mem_" + "b" * 1020, "discord", "b1")) == b"deleted"
+    assert stack.client.post(discard, json={"conversation": year}).json() == {"discarded": 1}
+    assert stack.client.get("/health").json()["status"] == "ok"
+    assert stored(stack, "mem_poisoner") == []

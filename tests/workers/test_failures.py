@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 import redis
+from celery.exceptions import SoftTimeLimitExceeded
 from qdrant_client.http.exceptions import UnexpectedResponse
 
 from shared.errors import (
@@ -43,6 +44,7 @@ def year_56411() -> ValueError:
         (CollectionMissing("gone"), Action.RETRY),
         (redis.ConnectionError("reset"), Action.RETRY),
         (redis.TimeoutError("slow"), Action.RETRY),
+        (SoftTimeLimitExceeded(), Action.RETRY),  # the task out of time: nobody's data
         (DimensionMismatch("384 vs 1536"), Action.HOLD),
         (ModelMismatch("other model"), Action.HOLD),
         (UnknownAgent("not in the agents file"), Action.HOLD),
@@ -55,7 +57,11 @@ def year_56411() -> ValueError:
         (qdrant(400), Action.QUARANTINE),
         (qdrant(413), Action.QUARANTINE),
         (qdrant(422), Action.QUARANTINE),
-        (qdrant(403), Action.COUNT),
+        # The API key refused (wrong, rotated, read-only) is a setting: retried, like the
+        # embedding provider's 401/403 (review: it quarantined everything within seconds).
+        (qdrant(401), Action.RETRY),
+        (qdrant(403), Action.RETRY),
+        (qdrant(409), Action.COUNT),
         (KeyError("ts"), Action.COUNT),
         (TypeError("object of type 'float' has no len()"), Action.COUNT),
         (RuntimeError("anything else"), Action.COUNT),

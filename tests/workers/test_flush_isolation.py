@@ -16,15 +16,18 @@ from typing import Any
 
 import httpx
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 from qdrant_client import models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
+import workers.flush
 from shared import keys
 from shared.agents import AgentConfig, Agents
+from shared.buffer_deletes import BufferDeletes, BufferScope
 from shared.buffers import AgentRef, Claim, ConversationSettings, IncomingMessage
 from shared.conversations import ConversationRef
 from shared.messages import Message
-from shared.quarantine import Quarantine
+from shared.quarantine import LOST, Quarantine
 from shared.runtime import Runtime
 from tests.conftest import EMBEDDING_DIMS
 from tests.legacy import BASE_TS, MICROSECONDS_TS, SOURCE, buffer_legacy, record
@@ -309,3 +312,102 @@ def test_a_point_qdrant_refuses_holds_back_no_collection_mate(
     assert world.meta(mate)["written"] == "2"
     assert report.quarantined == 1 and world.quarantined() == [bad]
     assert world.meta(bad)["quarantined"].startswith("UnexpectedResponse: Unexpected Response: 400")
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_qdrant_refusing_the_key_quarantines_nothing(
+    world: World, monkeypatch: pytest.MonkeyPatch, status: int
+) -> None:
+    # Review: Qdrant answering 401/403 (a rotated or wrong QDRANT_API_KEY) is a setting, like
+    # the embedding provider's 401/403, which is retried; it was "unforeseen", so every
+    # conversation flushed in the next seconds was quarantined and needed a manual release.
+    def upsert(collection: str, points: Any) -> None:
+        content = b'{"status":{"error":"Must provide an API key"}}'
+        raise UnexpectedResponse(status, "Unauthorized", content, httpx.Headers())
+
+    monkeypatch.setattr(world.runtime.store, "upsert", upsert)
+    victim = world.save_victim()
+    for _ in range(UNKNOWN_FAILURES_ALLOWED + 1):
+        _, report = world.flush_all()
+        assert report.quarantined == 0 and report.retried == 1
+    assert world.quarantined() == []
+    assert world.buffered(victim) == 2
+    assert "failures" not in world.meta(victim)
+
+
+def test_the_task_running_out_of_time_is_no_ones_fault(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Review: Celery's soft time limit (a prefork `memory-pool worker`) raises
+    # SoftTimeLimitExceeded, an Exception, in whatever step the flush is in. It was caught as
+    # an unforeseen failure: the batch was embedded again conversation by conversation (more
+    # work past the limit) and each conversation counted a failure toward the quarantine, so a
+    # slow provider quarantined healthy conversations.
+    calls = []
+
+    def embed(texts: list[str]) -> Any:
+        calls.append(len(texts))
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setattr(world.deps.embedder, "embed", embed)
+    victim = world.save_victim()
+    other = world.save_victim("v2")
+    for _ in range(UNKNOWN_FAILURES_ALLOWED):
+        _, report = world.flush_all()
+        assert report.quarantined == 0 and report.retried == 2
+    assert calls == [2] * UNKNOWN_FAILURES_ALLOWED  # never one by one
+    assert world.quarantined() == []
+    for key in (victim, other):
+        assert "failures" not in world.meta(key) and world.buffered(key) == 2
+
+
+def test_a_due_entry_with_nothing_buffered_is_no_quarantine(world: World) -> None:
+    # Review: a due entry whose conversation holds nothing (no meta, no buffer: left behind
+    # by older code or an evicted key) failed the agent lookup on its empty name and was
+    # quarantined with 0 messages, so /health said degraded for nothing, release after release.
+    ghost = "mem_ghost:discord:chan%3Dq"
+    world.redis.zadd(keys.DUE, {ghost: 0})
+    world.save_victim()
+    _, report = world.flush_all()
+    assert report.quarantined == 0 and world.quarantined() == []
+    assert world.redis.zscore(keys.DUE, ghost) is None
+    assert world.stored_ids("mem_victim") == [["v1-0", "v1-1"]]
+
+
+def test_a_delete_while_a_flush_fails_is_the_fix_not_a_quarantine(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Review: the operator deletes the bad message while a flush that read it is failing on
+    # it; the failure still quarantined the conversation (the quarantine script checked the
+    # lease, not the generation), so the fix was undone and a release was needed.
+    poisoner = world.legacy(
+        "poisoner", "mem_poisoner", "p", record("p1", BASE_TS), record("p2", BASE_TS + 1000)
+    )
+
+    def chunk_text(messages: Any) -> str:
+        BufferDeletes(world.redis).forget([poisoner], BufferScope("ids", ("p1",)), 0)
+        raise ValueError("p1 cannot be formatted")  # what the flush read still holds it
+
+    monkeypatch.setattr(workers.flush, "chunk_text", chunk_text)
+    _, report = world.flush_all()
+    assert report.quarantined == 0 and world.quarantined() == []
+    assert "failures" not in world.meta(poisoner)
+    monkeypatch.undo()
+    world.flush_all()
+    assert world.stored_ids("mem_poisoner") == [["p2"]]
+
+
+def test_a_flush_whose_lease_expired_quarantines_nothing_another_holds(world: World) -> None:
+    # Review (held): worker A's lease expires while it fails on the conversation; worker B
+    # has claimed it since. A's failure changes nothing: B's lease, the due entry and the
+    # count stay as they are.
+    key = world.legacy("poisoner", "mem_poisoner", "p", record("p1", MICROSECONDS_TS))
+    [first] = world.claim_all()
+    world.redis.delete(keys.lease(key))  # A's lease expired
+    [second] = world.claim_all()
+    assert second.token != first.token
+    outcome = world.quarantine.fail(first, "ValueError: late", threshold=1, retry_in=1)
+    assert outcome == LOST
+    assert world.quarantined() == []
+    assert world.redis.get(keys.lease(key)).decode() == second.token
+    assert "failures" not in world.meta(key)
