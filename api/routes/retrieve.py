@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from api.deps import RuntimeDep, agent_for
 from api.recall import RecallRequest, recall
 from api.schemas import AGENT_ACCESS, Hit, RetrieveRequest, RetrieveResponse, error_docs
+from shared.agents import AgentConfig
 from shared.errors import RecallTimeout
 from shared.ids import message_id_problem, replace_surrogates
 from shared.recall_query import RecallFilters
@@ -35,7 +36,7 @@ def _check_query(body: RetrieveRequest, settings: Settings) -> None:
         )  # fmt: skip
 
 
-def _request(body: RetrieveRequest) -> RecallRequest:
+def _request(body: RetrieveRequest, agent: AgentConfig) -> RecallRequest:
     # An id that cannot be stored is in no chunk, so excluding it changes nothing.
     excluded = (i for i in body.exclude_message_ids if message_id_problem(i) is None)
     return RecallRequest(
@@ -50,6 +51,11 @@ def _request(body: RetrieveRequest) -> RecallRequest:
             since=body.since,
             until=body.until,
         ),
+        mode=body.recall or agent.recall,
+        fusion=body.fusion or agent.fusion,
+        lexical_threshold=(
+            agent.lexical_threshold if body.lexical_threshold is None else body.lexical_threshold
+        ),
     )
 
 
@@ -60,12 +66,17 @@ async def retrieve(
     """Find memories for `query_text`; a client waits for this, so it answers within a budget."""
     _check_query(body, runtime.settings)
     agent = agent_for(body.bot, runtime, request)
-    wanted = _request(body)
+    wanted = _request(body, agent)
     if not wanted.query_text:
         return RetrieveResponse(hits=[], formatted="")
     budget = runtime.settings.recall_timeout_seconds
     work = run_in_threadpool(
-        recall, agent, wanted, store=runtime.store, cache=request.app.state.query_cache
+        recall,
+        agent,
+        wanted,
+        store=runtime.store,
+        cache=request.app.state.query_cache,
+        lexical=request.app.state.lexical,
     )
     try:
         found = await asyncio.wait_for(work, timeout=budget)
@@ -73,5 +84,14 @@ async def retrieve(
         raise RecallTimeout(
             f"recall took longer than {budget:g} s; answer without memories"
         ) from exc
-    hits = [Hit(id=h.id, score=h.score, payload=dict(h.payload)) for h in found.hits]
+    hits = [
+        Hit(
+            id=h.id,
+            score=h.score,
+            payload=dict(h.payload),
+            fused_score=h.fused_score,
+            lexical_score=h.lexical_score,
+        )
+        for h in found.hits
+    ]
     return RetrieveResponse(hits=hits, formatted=found.formatted)
