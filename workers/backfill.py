@@ -67,8 +67,8 @@ def backfill(
             return report
         deadline = time.monotonic() + budget_seconds
         for agent in agents:
-            if time.monotonic() >= deadline:
-                report.finished = False
+            if report.points and time.monotonic() >= deadline:
+                report.finished = False  # every run does at least one batch
                 break
             if _prepare(agent, store, collections, report):
                 report.finished &= _fill(agent, store, report, deadline=deadline, batch=batch)
