@@ -1,5 +1,5 @@
 """Hybrid recall: the dense and BM25 legs fused in Qdrant, rescored to the dense cosine in one
-batched request, then today's rules (exclusions, text dedupe, fill until the limit)."""
+more request, then today's rules (exclusions, text dedupe, fill until the limit)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from qdrant_client import models
 
 from shared.bm25 import Terms
 from shared.format import RecallHit
-from shared.hybrid_store import FusedPoint, LegScores, fused_query, rescore
+from shared.hybrid_store import FusedPoint, cosines, fused_query
 from shared.recall_rules import MAX_PAGES, MIN_PAGE, HitSelector, is_excluded
 from shared.store import Store
 
@@ -85,28 +85,15 @@ class HybridFill:
         candidates = [p for p in points if not is_excluded(p.payload, excluded)]
         if not candidates or selector.full:
             return 0
-        scores = rescore(
-            self.store, self.collection, [p.id for p in candidates], self.vector, self.terms
-        )
+        # Every fused point qualifies: a leg admitted it, the dense one at the cosine
+        # threshold, the lexical one at the BM25 threshold (the lexical-only rule).
+        scores = cosines(self.store, self.collection, [p.id for p in candidates], self.vector)
         for point in candidates:
-            legs = scores.get(point.id)
-            if legs is not None and self._qualifies(legs):
-                selector.offer(_hit(point, legs))
+            cosine = scores.get(point.id)
+            if cosine is not None:  # None: deleted between the two requests
+                selector.offer(_hit(point, cosine))
         return 1
 
-    def _qualifies(self, legs: LegScores) -> bool:
-        # Every fused point came from a leg that admitted it: the dense leg at the cosine
-        # threshold, the lexical one at the BM25 threshold. Checked again on the rescore, as
-        # a point may have changed between the two requests.
-        request = self.request
-        return legs.cosine >= request.score_threshold or legs.bm25 >= request.lexical_threshold
 
-
-def _hit(point: FusedPoint, legs: LegScores) -> RecallHit:
-    return RecallHit(
-        id=point.id,
-        score=legs.cosine,
-        payload=point.payload,
-        fused_score=point.fused_score,
-        lexical_score=legs.bm25,
-    )
+def _hit(point: FusedPoint, cosine: float) -> RecallHit:
+    return RecallHit(point.id, cosine, point.payload, fused_score=point.fused_score)

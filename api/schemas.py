@@ -197,9 +197,6 @@ class Hit(BaseModel):
     fused_score: float | None = Field(
         None, description="Hybrid recall only: the fused score the hits are ordered by."
     )
-    lexical_score: float | None = Field(
-        None, description="Hybrid recall only: the BM25 score (0: no word in common)."
-    )
 
 
 class RetrieveResponse(BaseModel):

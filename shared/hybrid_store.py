@@ -1,6 +1,6 @@
 """Hybrid recall's two Qdrant requests: the fused query (dense and BM25 prefetches under one
-filter, fused by DBSF or RRF in Qdrant) and one batched rescore of the fused hits' cosine and
-BM25 scores, which a fused query does not return."""
+filter, fused by DBSF or RRF in Qdrant) and one rescore of the fused hits' dense cosine, which
+a fused query does not return."""
 
 from __future__ import annotations
 
@@ -23,14 +23,6 @@ class FusedPoint:
     id: str
     fused_score: float
     payload: dict
-
-
-@dataclass(frozen=True, slots=True)
-class LegScores:
-    """A point's score in each leg: its cosine, and its BM25 score (0: no term in common)."""
-
-    cosine: float
-    bm25: float
 
 
 def fused_query(
@@ -77,26 +69,20 @@ def fused_query(
     return [FusedPoint(str(p.id), p.score, dict(p.payload or {})) for p in response.points]
 
 
-def rescore(
-    store: Store, name: str, ids: Sequence[str], dense: Sequence[float], terms: Terms
-) -> dict[str, LegScores]:
-    """Cosine and BM25 scores of the given points, in one batched request."""
+def cosines(
+    store: Store, name: str, ids: Sequence[str], dense: Sequence[float]
+) -> dict[str, float]:
+    """The dense cosine of the given points, in one request (a filter by id, so it is the
+    same cost on any Qdrant); BM25 scores are not read again: Qdrant's IDF makes a sparse
+    query scan every point in local mode."""
     if not ids:
         return {}
     only = models.Filter(must=[models.HasIdCondition(has_id=list(ids))])
-    requests = [
-        models.QueryRequest(query=list(dense), filter=only, limit=len(ids)),
-        models.QueryRequest(
-            query=sparse_vector(terms), using=VECTOR_NAME, filter=only, limit=len(ids)
-        ),
-    ]
 
-    def run(client: QdrantClient) -> list[models.QueryResponse]:
-        return client.query_batch_points(name, requests)
+    def run(client: QdrantClient) -> models.QueryResponse:
+        return client.query_points(
+            name, query=list(dense), query_filter=only, limit=len(ids), with_payload=False
+        )
 
-    answers = store.read(name, run, missing=[])
-    if not answers:
-        return {}
-    cosine = {str(p.id): p.score for p in answers[0].points}
-    bm25 = {str(p.id): p.score for p in answers[1].points}
-    return {pid: LegScores(cosine[pid], bm25.get(pid, 0.0)) for pid in cosine}
+    answer = store.read(name, run, missing=None)
+    return {} if answer is None else {str(p.id): p.score for p in answer.points}

@@ -90,7 +90,6 @@ async def retrieve(
             score=h.score,
             payload=dict(h.payload),
             fused_score=h.fused_score,
-            lexical_score=h.lexical_score,
         )
         for h in found.hits
     ]

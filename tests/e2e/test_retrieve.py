@@ -146,7 +146,7 @@ def retrieve(stack: Stack, **body: Any) -> dict[str, Any]:
     answer = response.json()
     assert set(answer) == {"hits", "formatted"}
     for hit in answer["hits"]:
-        assert set(hit) == {"id", "score", "payload", "fused_score", "lexical_score"}
+        assert set(hit) == {"id", "score", "payload", "fused_score"}
     hybrid = stack.runtime.agents.get(body["bot"]).recall == "hybrid"
     # hybrid hits come in fused order, each with its dense cosine as `score`; dense ones by score
     order = "fused_score" if hybrid else "score"
