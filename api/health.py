@@ -8,6 +8,7 @@ import redis
 
 from shared import bm25_store, keys
 from shared.errors import MemoryPoolError
+from shared.hybrid_store import hybrid_possible
 from shared.runtime import Runtime
 from shared.store import CollectionState
 
@@ -84,7 +85,7 @@ def lexical_state(runtime: Runtime, name: str, state: CollectionState) -> dict[s
     return {
         "bm25": state.has_bm25,
         "points_without_bm25": state.points_count if missing is None else missing,
-        "recall": configured if state.has_bm25 else "dense",
+        "recall": configured if hybrid_possible(state, local=runtime.store.local) else "dense",
     }
 
 

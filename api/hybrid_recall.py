@@ -13,7 +13,7 @@ from qdrant_client import models
 
 from shared.bm25 import Terms
 from shared.format import RecallHit
-from shared.hybrid_store import FusedPoint, cosines, fused_query
+from shared.hybrid_store import FusedPoint, cosines, fused_query, hybrid_possible
 from shared.recall_rules import MAX_PAGES, MIN_PAGE, HitSelector, is_excluded
 from shared.store import Store
 
@@ -26,7 +26,8 @@ LEXICAL_STATE_SECONDS = 30.0
 
 
 class LexicalCollections:
-    """Whether a collection has the BM25 vector, read from Qdrant at most every 30 s."""
+    """Whether a collection can be recalled hybrid (it has the BM25 vector; in local mode, it
+    is not too large), read from Qdrant at most every 30 s."""
 
     def __init__(self, store: Store, *, ttl: float = LEXICAL_STATE_SECONDS) -> None:
         self.store = store
@@ -38,7 +39,7 @@ class LexicalCollections:
             known = self._known.get(collection)
         if known is None:
             state = self.store.collection(collection)
-            known = state is not None and state.has_bm25
+            known = hybrid_possible(state, local=self.store.local)
             with self._lock:
                 self._known[collection] = known
         return known

@@ -11,10 +11,24 @@ from typing import Literal
 from qdrant_client import QdrantClient, models
 
 from shared.bm25 import VECTOR_NAME, Terms
-from shared.store import Store
+from shared.store import CollectionState, Store
 from shared.store_rules import sparse_vector
 
 Fusion = Literal["dbsf", "rrf"]
+# qdrant-client's local mode scores sparse vectors in pure Python, about 36 us per point
+# (BENCHMARKS.md section 6): above this many points a local-mode collection is recalled dense,
+# so hybrid recall never pushes `memory-pool serve` past its 3 s budget. A server has no limit.
+LOCAL_MODE_MAX_POINTS = 20_000
+
+
+def hybrid_possible(state: CollectionState | None, *, local: bool) -> bool:
+    """Whether a collection can be recalled hybrid: it has BM25 terms, and is small enough
+    for local mode's brute-force sparse scoring."""
+    if state is None or not state.has_bm25:
+        return False
+    return not local or state.points_count <= LOCAL_MODE_MAX_POINTS
+
+
 FUSIONS: dict[str, models.Fusion] = {"dbsf": models.Fusion.DBSF, "rrf": models.Fusion.RRF}
 
 

@@ -14,7 +14,8 @@ from qdrant_client import QdrantClient, models
 from shared import bm25_store
 from shared.agents import AgentConfig
 from shared.bm25 import VECTOR_NAME, document_terms, encoding_of, query_terms
-from shared.store import PointToWrite, Store
+from shared.hybrid_store import hybrid_possible
+from shared.store import CollectionState, PointToWrite, Store
 from tests.support.qdrant_server import QdrantTestServer
 from tests.support.redis_server import RedisServer
 from workers.backfill import backfill
@@ -172,3 +173,16 @@ def test_any_text_and_language_gives_terms_without_a_download(text: str, languag
     assert len(doc.indices) == len(doc.values) and set(query.indices) <= set(doc.indices)
     # query and document share one tokenizer: the same text gives the same terms
     assert set(doc.indices) == set(query.indices)
+
+
+@pytest.mark.parametrize(
+    ("sparse", "points", "local", "possible"),
+    [((), 10, False, False), (("bm25",), 10, False, True), (("bm25",), 20_000, True, True),
+     (("bm25",), 20_001, True, False), (("bm25",), 10**6, False, True)],
+)  # fmt: skip
+def test_hybrid_is_possible_with_terms_and_in_local_mode_only_up_to_a_size(
+    sparse: tuple[str, ...], points: int, local: bool, possible: bool
+) -> None:
+    state = CollectionState(NAME, DIM, points, MODEL, sparse_names=sparse)
+    assert hybrid_possible(state, local=local) is possible
+    assert hybrid_possible(None, local=local) is False
