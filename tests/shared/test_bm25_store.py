@@ -11,6 +11,7 @@ import pytest
 import redis
 from qdrant_client import QdrantClient, models
 
+from api.recall import QueryCache
 from shared import bm25_store
 from shared.agents import AgentConfig
 from shared.bm25 import VECTOR_NAME, document_terms, encoding_of, query_terms
@@ -186,3 +187,12 @@ def test_hybrid_is_possible_with_terms_and_in_local_mode_only_up_to_a_size(
     state = CollectionState(NAME, DIM, points, MODEL, sparse_names=sparse)
     assert hybrid_possible(state, local=local) is possible
     assert hybrid_possible(None, local=local) is False
+
+
+def test_the_query_terms_are_cached_beside_the_embedding_per_language() -> None:
+    cache = QueryCache(FixedEmbedder())  # type: ignore[arg-type]
+    first = cache.terms("Where did Zephyrine run?", "english")
+    assert cache.terms("Where did Zephyrine run?", "english") is first
+    assert first == query_terms("Where did Zephyrine run?", "english")
+    other = cache.terms("Where did Zephyrine run?", "klingon")  # no stemming: "run" stays
+    assert (other is not first and set(other.indices) != set(first.indices)) or other == first
