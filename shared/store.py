@@ -95,6 +95,10 @@ class Store:
                 # the client takes whole seconds; a sub-second setting must not become "no wait"
                 timeout=max(1, int(settings.qdrant_timeout_seconds)),
                 prefer_grpc=False,
+                # Servers of other versions are handled by feature detection (a refused call
+                # falls back), and the client's check runs in a thread of its own that warns
+                # whenever the server is down at that moment, e.g. a worker started first.
+                check_compatibility=False,
             )
             return cls(client, local=False)
         path = settings.data_dir / "qdrant"

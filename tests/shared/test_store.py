@@ -301,7 +301,7 @@ def test_the_http_path_creates_indexes_records_the_model_and_queries(
 
 
 def test_the_http_path_adopts_an_st_qdrant_memory_collection(server: QdrantTestServer) -> None:
-    client = QdrantClient(url=server.url, prefer_grpc=False, timeout=5)
+    client = QdrantClient(url=server.url, prefer_grpc=False, timeout=5, check_compatibility=False)
     store = Store(client, local=False)
     try:
         st_qdrant_memory_collection(client)
@@ -340,7 +340,13 @@ class OldServer(httpx.BaseTransport):
 def test_a_server_without_metadata_gets_the_collection_unrecorded(
     server: QdrantTestServer, refuse: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    client = QdrantClient(url=server.url, prefer_grpc=False, timeout=5, transport=OldServer(refuse))
+    client = QdrantClient(
+        url=server.url,
+        prefer_grpc=False,
+        timeout=5,
+        check_compatibility=False,
+        transport=OldServer(refuse),
+    )
     store = Store(client, local=False)
     try:
         store.ensure_collection(NAME, size=DIM, model=MODEL)

@@ -34,7 +34,7 @@ def score(i: int) -> float:
 
 
 def make_client(server: QdrantTestServer) -> QdrantClient:
-    return QdrantClient(url=server.url, prefer_grpc=False, timeout=5)
+    return QdrantClient(url=server.url, prefer_grpc=False, timeout=5, check_compatibility=False)
 
 
 @pytest.fixture
@@ -245,7 +245,9 @@ def test_cli_prints_ready_and_stops_on_sigterm(tmp_path: Path) -> None:
             line = process.stdout.readline().strip()
             assert line.startswith("READY http://127.0.0.1:")
             # QdrantClient is no context manager, so close it by hand
-            qdrant = QdrantClient(url=line.removeprefix("READY "), prefer_grpc=False)
+            qdrant = QdrantClient(
+                url=line.removeprefix("READY "), prefer_grpc=False, check_compatibility=False
+            )
             try:
                 assert qdrant.get_collections().collections == []
             finally:
