@@ -85,7 +85,10 @@ def _points(start: int, count: int, *, terms: bool) -> list[PointToWrite]:
 @contextmanager
 def stores() -> Iterator[dict[str, Store]]:
     with QdrantTestServer() as server:
-        rest = Store(QdrantClient(url=server.url, prefer_grpc=False, timeout=120), local=False)
+        rest = Store(
+            QdrantClient(url=server.url, prefer_grpc=False, timeout=120, check_compatibility=False),
+            local=False,
+        )
         local = Store(QdrantClient(":memory:"), local=True)
         try:
             yield {"local mode": local, "REST test server": rest}

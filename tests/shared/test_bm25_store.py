@@ -54,7 +54,10 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         s.close()
         return
     with QdrantTestServer(tmp_path / "q") as server:
-        s = Store(QdrantClient(url=server.url, prefer_grpc=False, timeout=5), local=False)
+        s = Store(
+            QdrantClient(url=server.url, prefer_grpc=False, timeout=5, check_compatibility=False),
+            local=False,
+        )
         yield s
         s.close()
 
@@ -145,7 +148,10 @@ def test_backfill_is_batched_resumable_and_redone_for_a_new_language(
 
 def test_an_older_server_stays_dense_and_says_so(tmp_path: Path, redis_server: RedisServer) -> None:
     with QdrantTestServer(tmp_path / "q", before_1_18=True) as server:
-        store = Store(QdrantClient(url=server.url, prefer_grpc=False, timeout=5), local=False)
+        store = Store(
+            QdrantClient(url=server.url, prefer_grpc=False, timeout=5, check_compatibility=False),
+            local=False,
+        )
         client = redis.Redis.from_url(redis_server.url)
         try:
             points = st_collection(store, 3)
