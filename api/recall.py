@@ -17,7 +17,7 @@ from shared.bm25 import DEFAULT_LEXICAL_THRESHOLD, Terms, query_terms
 from shared.embedder import Embedder
 from shared.errors import InputRejected, RecallTimeout
 from shared.format import RecallHit, recall_block
-from shared.hybrid_store import Fusion
+from shared.hybrid_store import Fusion, LexicalUnavailable
 from shared.recall_query import RecallFilters, recall_filter
 from shared.recall_rules import MAX_PAGES, MIN_PAGE, HitSelector
 from shared.store import Store
@@ -136,7 +136,11 @@ def recall(
         terms = cache.terms(request.query_text, agent.language)
         if terms:  # a query of stopwords only has no lexical leg
             fill = HybridFill(store, collection, vector, terms, request, query_filter)
-            queries = fill.run(selector)
+            try:
+                queries = fill.run(selector)
+            except LexicalUnavailable as exc:
+                log.warning("recalling dense: %s", exc)
+                lexical.forget(collection)
     if not queries:
         queries = _dense_fill(selector, store, collection, vector, request, query_filter)
     return Recall(selector.kept, recall_block(selector.kept, agent.legacy_user_label), queries)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import UnexpectedResponse
 
 from shared.bm25 import VECTOR_NAME, Terms
 from shared.store import CollectionState, Store
@@ -30,6 +31,11 @@ def hybrid_possible(state: CollectionState | None, *, local: bool) -> bool:
 
 
 FUSIONS: dict[str, models.Fusion] = {"dbsf": models.Fusion.DBSF, "rrf": models.Fusion.RRF}
+
+
+class LexicalUnavailable(Exception):
+    """The collection refused the fused query (its BM25 vector is gone: made again by another
+    tool without it); the caller recalls dense."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,18 +72,21 @@ def fused_query(
             score_threshold=lexical_threshold,
         ),
     ]
-    response = store.read(
-        name,
-        lambda client: client.query_points(
+    try:
+        response = store.read(
             name,
-            prefetch=legs,
-            query=models.FusionQuery(fusion=FUSIONS[fusion]),
-            limit=2 * prefetch,
-            with_payload=True,
-            with_vectors=False,
-        ),
-        missing=None,
-    )
+            lambda client: client.query_points(
+                name,
+                prefetch=legs,
+                query=models.FusionQuery(fusion=FUSIONS[fusion]),
+                limit=2 * prefetch,
+                with_payload=True,
+                with_vectors=False,
+            ),
+            missing=None,
+        )
+    except (UnexpectedResponse, ValueError) as exc:
+        raise LexicalUnavailable(f"{name} refused a fused query: {exc}") from exc
     if response is None:
         return []
     return [FusedPoint(str(p.id), p.score, dict(p.payload or {})) for p in response.points]

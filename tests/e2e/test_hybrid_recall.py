@@ -212,6 +212,25 @@ def test_st_qdrant_memory_points_are_backfilled_then_found_lexically(stack: Stac
     assert {late["id"], ids[-1]} == {hit["id"] for hit in again["hits"]}
 
 
+def test_a_collection_made_again_without_bm25_is_recalled_dense_then_gets_it_back(
+    stack: Stack,
+) -> None:
+    """st-qdrant-memory's "Delete All Memories" drops the collection; it makes it again with its
+    unnamed vector only. Recall must not fail meanwhile, and the backfill adds BM25 again."""
+    name = "mem_seraphina"
+    assert retrieve(stack, bot="seraphina", query_text="Bartholomew")["hits"]  # known: hybrid
+    stack.runtime.store.read(name, lambda client: client.delete_collection(name), missing=None)
+    dims, _ = _st_collection(stack, name)
+    # dense while the vector is missing (unless the backfill was quicker): never a 500
+    answer = retrieve(stack, bot="seraphina", query_text=f"Bartholomew and {TRIP}")
+    assert len(answer["hits"]) == 5
+    assert answer["formatted"] == expected_block(answer["hits"], "User")
+    stats = _wait_backfilled(stack, "seraphina")
+    assert stats["points"] == 41
+    state = stack.runtime.store.collection(name)
+    assert state is not None and state.has_bm25 and state.size == dims
+
+
 def test_an_older_server_stays_dense_reports_it_and_nothing_fails(
     redis_server: RedisServer, embedding_server: EmbeddingServer, tmp_path: Path
 ) -> None:

@@ -11,11 +11,13 @@ import pytest
 import redis
 from qdrant_client import QdrantClient, models
 
-from api.recall import QueryCache
+from api.hybrid_recall import LexicalCollections
+from api.recall import QueryCache, RecallRequest, recall
 from shared import bm25_store
 from shared.agents import AgentConfig
 from shared.bm25 import VECTOR_NAME, document_terms, encoding_of, query_terms
 from shared.hybrid_store import hybrid_possible
+from shared.recall_query import RecallFilters
 from shared.store import CollectionState, PointToWrite, Store
 from tests.support.qdrant_server import QdrantTestServer
 from tests.support.redis_server import RedisServer
@@ -202,3 +204,20 @@ def test_the_query_terms_are_cached_beside_the_embedding_per_language() -> None:
     assert first == query_terms("Where did Zephyrine run?", "english")
     other = cache.terms("Where did Zephyrine run?", "klingon")  # no stemming: "run" stays
     assert (other is not first and set(other.indices) != set(first.indices)) or other == first
+
+
+def test_a_collection_that_lost_its_bm25_vector_is_recalled_dense(store: Store) -> None:
+    """The API believed (cached) the collection had BM25; it was made again without it."""
+    st_collection(store, 6)
+    lexical = LexicalCollections(store)
+    lexical._known[NAME] = True  # what it read before the collection was made again
+    request = RecallRequest("Alex word1 river", frozenset(), 5, -1.0, RecallFilters(), "hybrid")
+    found = recall(AgentConfig(name="lex"), request, store=store, cache=QueryCache(
+        VectorEmbedder()), lexical=lexical)  # type: ignore[arg-type]  # fmt: skip
+    assert len(found.hits) == 5 and all(hit.fused_score is None for hit in found.hits)
+    assert lexical.has_bm25(NAME) is False  # forgotten, read again
+
+
+class VectorEmbedder(FixedEmbedder):
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [vec(1) for _ in texts]
