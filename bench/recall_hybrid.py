@@ -211,8 +211,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--samples", type=int, default=60)
     parser.add_argument("--backfill", type=int, default=10_000, help="points to backfill")
+    parser.add_argument("--backfill-only", action="store_true")
     args = parser.parse_args(argv)
     print(describe())
+    if not args.backfill_only:
+        _recall_and_writes(args)
+    print(f"\nBackfill of {args.backfill} points written without terms; a one-chunk upsert "
+          "every 50 ms alone (idle) and during the backfill, ms")  # fmt: skip
+    heads = ["Qdrant", "points", "took", "points/s", "upsert p50 idle"]
+    heads += ["upsert p50 during", "p95 during", "max during"]
+    print(table(heads, backfill_rate(args.backfill)))
+    return 0
+
+
+def _recall_and_writes(args: argparse.Namespace) -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = recall_rows(sizes, args.samples)
     print("\nRecall (api.recall.recall, query embedding cached, 30 exclusions), ms, same run")
@@ -220,12 +232,6 @@ def main(argv: list[str] | None = None) -> int:
                  "hybrid / dense p50"], rows))  # fmt: skip
     print("\nWrite path: the extra cost of BM25 terms")
     print(table(["what", "cost"], write_cost()))
-    print(f"\nBackfill of {args.backfill} points written without terms; a one-chunk upsert "
-          "every 50 ms alone (idle) and during the backfill, ms")  # fmt: skip
-    heads = ["Qdrant", "points", "took", "points/s", "upsert p50 idle"]
-    heads += ["upsert p50 during", "p95 during", "max during"]
-    print(table(heads, backfill_rate(args.backfill)))
-    return 0
 
 
 if __name__ == "__main__":
