@@ -64,3 +64,8 @@ def blocked(collection: str) -> str:
 def agent_stats(collection: str) -> str:
     """HASH of per-agent counters such as the last write time."""
     return f"{PREFIX}stats:{agent_key(collection)}"
+
+
+def backfilled(collection: str) -> str:
+    """The point count of a collection when the BM25 backfill last found nothing left to do."""
+    return f"{PREFIX}bm25done:{agent_key(collection)}"

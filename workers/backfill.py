@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 
 import redis
 
-from shared import bm25_store
+from shared import bm25_store, keys
 from shared.agents import AgentConfig, Agents
 from shared.bm25 import documents_terms, encoding_of
 from shared.errors import DimensionMismatch, MemoryPoolError, ModelMismatch
 from shared.redis_lock import held
-from shared.store import Store
+from shared.store import CollectionState, Store
 from workers.collections import CollectionGuard
 
 log = logging.getLogger(__name__)
@@ -32,6 +32,9 @@ BUDGET_SECONDS = 5.0  # per task, so a backfill never holds a worker slot for lo
 # Between batches: local mode's lock is not fair, and a batch there holds it for a scan of the
 # whole collection; the pause lets waiting flushes and recalls in (BENCHMARKS.md section 6).
 PAUSE_SECONDS = 0.02
+# A finished collection is scanned again when its point count changes (st-qdrant-memory wrote),
+# and at least this often (a delete and a write that kept the count).
+RESCAN_SECONDS = 600
 
 
 @dataclass
@@ -39,6 +42,7 @@ class BackfillReport:
     points: int = 0
     collections: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)  # re-made for a new language
+    added: list[str] = field(default_factory=list)  # the BM25 vector added in place
     finished: bool = True  # False: the budget ran out with points left
 
 
@@ -73,29 +77,47 @@ def backfill(
             if report.points and time.monotonic() >= deadline:
                 report.finished = False  # every run does at least one batch
                 break
-            if _prepare(agent, store, collections, report):
-                report.finished &= _fill(agent, store, report, deadline=deadline, batch=batch)
+            state = _prepare(agent, store, collections, report)
+            if state is None:
+                continue
+            # a collection new to BM25 (made again?) or whose terms were dropped for a new
+            # language may have the count of the last pass: never skipped
+            fresh = state.name in report.dropped or state.name in report.added
+            if not fresh and _done_at(client, state):
+                continue
+            finished = _fill(agent, store, report, deadline=deadline, batch=batch)
+            report.finished &= finished
+            if finished:  # the count before the pass: points written meanwhile are seen next time
+                client.set(keys.backfilled(state.name), state.points_count, ex=RESCAN_SECONDS)
     return report
+
+
+def _done_at(client: redis.Redis, state: CollectionState) -> bool:
+    """Whether the last pass found nothing left at this very point count: a scan of the whole
+    collection is skipped (in local mode it holds the lock for the whole scan)."""
+    done = client.get(keys.backfilled(state.name))
+    return done is not None and int(done) == state.points_count
 
 
 def _prepare(
     agent: AgentConfig, store: Store, collections: CollectionGuard, report: BackfillReport
-) -> bool:
+) -> CollectionState | None:
     """The collection exists, has the BM25 vector (added in place if need be) and its terms
-    are of the agent's language; False when there is nothing to backfill."""
+    are of the agent's language; None when there is nothing to backfill."""
     name = agent.collection_name
     state = store.collection(name)
     if state is None:
-        return False
+        return None
     if not state.has_bm25:
         try:
             collections.forget(name)  # ensure() again adds the vector on a server that can
             collections.ensure(name)
         except (DimensionMismatch, ModelMismatch):
-            return False  # writes are held and /health says why
+            return None  # writes are held and /health says why
         state = store.collection(name)
         if state is None or not state.has_bm25:
-            return False  # an older server: recall stays dense, /health says so
+            return None  # an older server: recall stays dense, /health says so
+        report.added.append(name)
     encoding = encoding_of(agent.language)
     if state.bm25_encoding != encoding:
         if state.bm25_encoding is not None:
@@ -104,7 +126,7 @@ def _prepare(
             bm25_store.drop_terms(store, name)
             report.dropped.append(name)
         bm25_store.record_encoding(store, name, encoding)
-    return True
+    return state
 
 
 def _fill(

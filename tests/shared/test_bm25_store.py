@@ -13,7 +13,7 @@ from qdrant_client import QdrantClient, models
 
 from api.hybrid_recall import LexicalCollections
 from api.recall import QueryCache, RecallRequest, recall
-from shared import bm25_store
+from shared import bm25_store, keys
 from shared.agents import AgentConfig
 from shared.bm25 import VECTOR_NAME, document_terms, encoding_of, query_terms
 from shared.hybrid_store import hybrid_possible
@@ -221,3 +221,27 @@ def test_a_collection_that_lost_its_bm25_vector_is_recalled_dense(store: Store) 
 class VectorEmbedder(FixedEmbedder):
     def embed(self, texts: list[str]) -> list[list[float]]:
         return [vec(1) for _ in texts]
+
+
+def test_a_finished_collection_is_scanned_again_only_when_its_count_changes(
+    store: Store, redis_server: RedisServer
+) -> None:
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    points = st_collection(store, 5)
+    guard = CollectionGuard(store, FixedEmbedder(), client)  # type: ignore[arg-type]
+    agent = AgentConfig(name="lex")
+    assert backfill([agent], store=store, collections=guard, client=client).points == 5
+    assert client.get(keys.backfilled(NAME)) == b"5"
+    # st-qdrant-memory writes one more: the count changed, the next pass finds it
+    store.upsert(NAME, st_points(1))
+    assert backfill([agent], store=store, collections=guard, client=client).points == 1
+    # a delete and a write that keep the count are skipped until the marker expires
+    store.delete_points(NAME, [points[0].id])
+    store.upsert(NAME, st_points(1))
+    assert backfill([agent], store=store, collections=guard, client=client).points == 0
+    assert 0 < (client.ttl(keys.backfilled(NAME)) or 0) <= 600
+    client.delete(keys.backfilled(NAME))  # expired
+    assert backfill([agent], store=store, collections=guard, client=client).points == 1
+    assert bm25_store.lacking_terms(store, NAME) == 0
+    client.close()
