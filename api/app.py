@@ -12,7 +12,7 @@ from api.errors import install_error_handlers
 from api.hybrid_recall import LexicalCollections
 from api.middleware import install_door
 from api.recall import QueryCache
-from api.routes import agents, dead_letters, operations, retrieve, save
+from api.routes import agents, dead_letters, operations, quarantine, retrieve, save
 from shared.agent_names import AgentNames
 from shared.buffers import AsyncSaver
 from shared.runtime import Runtime, async_redis_client
@@ -58,4 +58,5 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
     app.include_router(operations.router)
     app.include_router(agents.router)
     app.include_router(dead_letters.router)
+    app.include_router(quarantine.router)
     return app

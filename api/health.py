@@ -25,6 +25,7 @@ def _redis_section(runtime: Runtime) -> dict[str, Any]:
             "due_conversations": int(client.zcard(keys.DUE)),
             "queued_tasks": int(client.llen(CELERY_QUEUE)),
             "dead_letters": int(client.llen(keys.DEAD_LETTERS)),
+            "quarantined": runtime.quarantine.count(),
             "buffered_messages": runtime.buffers.buffered_messages(
                 [c for coll in collections for c in runtime.buffers.conversations_of(coll)]
             ),
@@ -56,7 +57,7 @@ def _embedding_section(runtime: Runtime) -> dict[str, Any]:
 
 
 def _agent_section(
-    runtime: Runtime, name: str, collection: str, dims: int | None
+    runtime: Runtime, name: str, collection: str, dims: int | None, quarantined: int
 ) -> dict[str, Any]:
     state = runtime.store.collection(collection)
     blocked = runtime.redis.get(keys.blocked(collection))
@@ -71,6 +72,7 @@ def _agent_section(
             **lexical_state(runtime, name, state),
         )
     section["blocked"] = _decode(blocked) if blocked else None
+    section["quarantined"] = quarantined
     return section
 
 
@@ -100,12 +102,15 @@ def health_report(runtime: Runtime) -> dict[str, Any]:
         names = {agent.collection_name: agent.name for agent in runtime.agents.listed}
         for collection, name in seen_agents(runtime).items():
             names.setdefault(collection, name)
+        quarantined = runtime.quarantine.counts_by_collection()
         agents = {
-            name: _agent_section(runtime, name, collection, dims)
+            name: _agent_section(runtime, name, collection, dims, quarantined.get(collection, 0))
             for collection, name in sorted(names.items(), key=lambda item: item[1])
         }
     report["agents"] = agents
     healthy = all(report[part]["ok"] for part in ("redis", "qdrant", "embedding"))
     blocked = any(section.get("blocked") for section in agents.values())
-    report["status"] = "ok" if healthy and not blocked else "degraded"
+    # A quarantined conversation is memory not being written: an operator must look.
+    held = bool(report["redis"].get("quarantined"))
+    report["status"] = "ok" if healthy and not blocked and not held else "degraded"
     return report

@@ -130,7 +130,12 @@ class ErrorResponse(BaseModel):
 class FlushResponse(BaseModel):
     conversations: int = Field(description="Conversations with buffered messages to write.")
     pending: int = Field(description="Conversations still not fully written when answering.")
-    done: bool
+    quarantined: int = Field(
+        0,
+        description="Conversations set aside by a failure retrying cannot fix (GET /quarantine): "
+        "not waited for, and not counted in `pending`.",
+    )
+    done: bool = Field(description="Every conversation is written: none pending or quarantined.")
 
 
 class RetrieveRequest(BaseModel):
@@ -212,6 +217,7 @@ class RedisHealth(BaseModel):
     due_conversations: int | None = Field(None, description="Conversations waiting for a flush.")
     queued_tasks: int | None = Field(None, description="Flush tasks waiting for a worker.")
     dead_letters: int | None = None
+    quarantined: int | None = Field(None, description="Conversations in quarantine.")
     buffered_messages: int | None = Field(None, description="Including open chunks.")
     agents_seen: list[str] = Field(default_factory=list)
 
@@ -247,6 +253,20 @@ class AgentHealth(BaseModel):
     points_without_bm25: int | None = Field(
         None, description="Points the background backfill has not given BM25 terms yet."
     )
+    quarantined: int = Field(0, description="Its conversations in quarantine.")
+
+
+class QuarantinedConversation(BaseModel):
+    """A conversation whose flush failed for a reason retrying cannot fix; its messages wait."""
+
+    agent: str
+    collection: str
+    conversation: str = Field(description="Its key: collection, source and channel or id.")
+    source: str
+    reason: str = Field(description="The exception that set it aside.")
+    since: int = Field(description="When it was quarantined, Unix ms.")
+    messages: int = Field(description="Messages waiting in it (kept, never lost).")
+    failures: int = Field(description="Failures in a row that led here.")
 
 
 class HealthStatus(BaseModel):

@@ -118,3 +118,19 @@ class MemoryPoolClient:
 
     def replay_dead_letters(self, bot: str | None = None) -> dict[str, int]:
         return self._call("POST", "/dead-letters/replay", json={"bot": bot})
+
+    def quarantine(
+        self, bot: str | None = None, *, offset: int = 0, limit: int = 100
+    ) -> dict[str, Any]:
+        """Conversations set aside by a flush failure retrying cannot fix, with the reason."""
+        params: dict[str, Any] = {"offset": offset, "limit": limit}
+        if bot is not None:
+            params["bot"] = bot
+        return self._call("GET", "/quarantine", params=params)
+
+    def release_quarantine(
+        self, bot: str | None = None, conversation: str | None = None
+    ) -> dict[str, int]:
+        """Try quarantined conversations again (after a fix): by agent and/or conversation."""
+        body = {"bot": bot, "conversation": conversation}
+        return self._call("POST", "/quarantine/release", json=body)

@@ -47,6 +47,11 @@ redis.call('HINCRBY', KEYS[1], 'gen', 1)
 redis.call('HSET', KEYS[1], 'chars', chars)
 -- The open chunk's stored point (if any) no longer matches the buffer: rewrite it.
 redis.call('HSET', KEYS[1], 'written', 0)
+-- A delete may be the fix of a quarantined conversation (its bad message gone): it leaves
+-- the quarantine and is tried again; still failing, it returns there.
+if redis.call('ZREM', KEYS[4], member) == 1 then
+  redis.call('HDEL', KEYS[1], 'quarantined', 'quarantined_at', 'failures', 'attempts', 'retry_at')
+end
 if #kept == 0 then
   redis.call('ZREM', KEYS[3], member)
 else
@@ -76,7 +81,12 @@ class BufferDeletes:
         removed: list[Message] = []
         for conversation in conversations:
             result = self._forget(
-                keys=[keys.meta(conversation), keys.buffer(conversation), keys.DUE],
+                keys=[
+                    keys.meta(conversation),
+                    keys.buffer(conversation),
+                    keys.DUE,
+                    keys.QUARANTINE,
+                ],
                 args=[scope.mode, conversation, now_ms, *scope.values],
             )
             removed.extend((conversation, Message.from_json(raw)) for raw in result)

@@ -60,14 +60,17 @@ for g = 1, groups do
     redis.call('SADD', convs, member)
     -- The first spelling that stores something names the agent (its canonical name).
     redis.call('HSETNX', KEYS[3], collection, agent)
-    -- A chunk may close now: flush at once; else wait for the conversation to go quiet.
-    local target = now + idle_ms
-    if chars >= min_chars or gap then target = now end
-    -- A conversation backing off (provider or Qdrant down) keeps its retry time.
-    local retry_at = tonumber(redis.call('HGET', meta, 'retry_at') or '0')
-    if target < retry_at then target = retry_at end
-    local current = tonumber(redis.call('ZSCORE', due, member))
-    if current == nil or current > now then redis.call('ZADD', due, target, member) end
+    -- A quarantined conversation keeps its new messages but waits for a release.
+    if not redis.call('ZSCORE', KEYS[4], member) then
+      -- A chunk may close now: flush at once; else wait for the conversation to go quiet.
+      local target = now + idle_ms
+      if chars >= min_chars or gap then target = now end
+      -- A conversation backing off (provider or Qdrant down) keeps its retry time.
+      local retry_at = tonumber(redis.call('HGET', meta, 'retry_at') or '0')
+      if target < retry_at then target = retry_at end
+      local current = tonumber(redis.call('ZSCORE', due, member))
+      if current == nil or current > now then redis.call('ZADD', due, target, member) end
+    end
   end
 end
 return {accepted, dups}
@@ -80,7 +83,11 @@ local claimed = {}
 for n, member in ipairs(members) do
   local lease = ARGV[4] .. member
   local left = redis.call('PTTL', lease)
-  if left > 0 then
+  if redis.call('ZSCORE', KEYS[2], member) then
+    -- Quarantined (a save, a force flush or a delete made it due again): it waits for a
+    -- release, never for a flush, so it cannot hold back the conversations batched with it.
+    redis.call('ZREM', KEYS[1], member)
+  elseif left > 0 then
     -- Busy elsewhere: look again when that lease would expire, so a dead worker's
     -- conversation is handed on within seconds and live ones are not polled.
     redis.call('ZADD', KEYS[1], now + left, member)
@@ -130,7 +137,7 @@ if consumed > 0 then
 end
 for d = 12, #ARGV do redis.call('RPUSH', KEYS[5], ARGV[d]) end
 redis.call('HSET', KEYS[2], 'written', written)
-redis.call('HDEL', KEYS[2], 'attempts', 'inflight', 'retry_at')
+redis.call('HDEL', KEYS[2], 'attempts', 'inflight', 'retry_at', 'failures')
 -- Only the force requests this flush saw are met; one made while it ran still stands.
 local forced = tonumber(ARGV[11])
 local force = tonumber(redis.call('HGET', KEYS[2], 'force') or '0')
@@ -292,7 +299,7 @@ def save_call(
     args: list[object] = [_now_ms(), ttl, len(groups), agent.collection]
     for key, items in groups.items():
         args.extend(_group_args(agent.name, key, items, conv))
-    return [keys.DUE, keys.blocked(agent.collection), keys.NAMES], args
+    return [keys.DUE, keys.blocked(agent.collection), keys.NAMES, keys.QUARANTINE], args
 
 
 def save_counts(result: Sequence[object]) -> SaveCounts:
@@ -344,7 +351,7 @@ class Buffers:
         """Lease up to `limit` conversations whose flush is due and that no worker holds."""
         base = uuid.uuid4().hex
         args = [_now_ms(), self.lease_ms, limit, keys.lease(""), base]
-        result = self._claim(keys=[keys.DUE], args=args)
+        result = self._claim(keys=[keys.DUE, keys.QUARANTINE], args=args)
         pairs = [_decode(item) for item in result]
         return [Claim(pairs[i], pairs[i + 1]) for i in range(0, len(pairs), 2)]
 

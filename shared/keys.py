@@ -10,6 +10,9 @@ DUE = f"{PREFIX}due"  # ZSET conversation -> Unix ms when it next needs a flush
 DEAD_LETTERS = f"{PREFIX}dead"  # LIST of JSON dead letters, oldest first
 REPLAY = f"{PREFIX}replay"  # LIST of dead letters queued for another try
 REPLAY_LOCK = f"{PREFIX}replay:lock"  # one replay at a time
+# ZSET conversation -> Unix ms since when it is quarantined: a flush failed for a reason
+# retrying cannot fix; its messages wait in its buffer for a release (shared/quarantine.py)
+QUARANTINE = f"{PREFIX}quarantine"
 NAMES = f"{PREFIX}names"  # HASH collection -> the agent's canonical name (first spelling seen)
 SCHEMA = f"{PREFIX}schema"  # the layout version of everything under PREFIX (shared/redis_upgrade)
 UPGRADE_LOCK = f"{PREFIX}upgrade:lock"  # one process upgrades the layout at a time

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import redis
 import redis.asyncio
@@ -11,6 +11,7 @@ from shared.agents import Agents, load_agents
 from shared.buffers import Buffers
 from shared.dead_letters import DeadLetters
 from shared.embedder import Embedder, make_embedder
+from shared.quarantine import Quarantine
 from shared.redis_upgrade import upgrade_at_start
 from shared.settings import Settings
 from shared.store import Store
@@ -48,6 +49,10 @@ class Runtime:
     store: Store
     embedder: Embedder
     dead_letters: DeadLetters
+    quarantine: Quarantine = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.quarantine = Quarantine(self.redis)
 
     @classmethod
     def build(cls, settings: Settings, *, agents: Agents | None = None) -> Runtime:

@@ -22,21 +22,21 @@ from shared.errors import (
     CollectionMissing,
     DimensionMismatch,
     InputRejected,
-    InvalidAgentName,
     MemoryPoolError,
     ModelMismatch,
-    UnknownAgent,
     UpstreamUnavailable,
 )
 from shared.flush_plan import IMPORT_IDLE_SECONDS, ChunkWrite, FlushPlan, plan_flush
 from shared.format import ChunkContext, chunk_payload, chunk_text
 from shared.naming import point_id
+from shared.quarantine import Quarantine
 from shared.store import PointToWrite, Store
 from workers.collections import CollectionGuard
+from workers.failures import Action
+from workers.isolation import BLOCKED_RETRY_SECONDS, set_aside
 
 log = logging.getLogger(__name__)
 
-BLOCKED_RETRY_SECONDS = 60.0
 # A backlog (an outage, a large import) is worked off a slice per task, so one flush always
 # ends well inside its time limit; the rest of the conversation is due again at once.
 MAX_CLOSED_CHUNKS_PER_FLUSH = 32
@@ -51,6 +51,10 @@ class FlushDeps:
     store: Store
     agents: Agents
     collections: CollectionGuard
+    quarantine: Quarantine = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.quarantine = Quarantine(self.buffers.redis)
 
 
 @dataclass
@@ -59,6 +63,7 @@ class FlushReport:
     chunks_written: int = 0
     dead_letters: int = 0
     retried: int = 0
+    quarantined: int = 0
 
 
 @dataclass
@@ -69,6 +74,7 @@ class _Work:
     agent: AgentConfig
     plan: FlushPlan
     points: list[PointToWrite] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
     dead: list[str] = field(default_factory=list)
     open_dead: bool = False  # the open chunk itself was rejected: its messages leave the buffer
 
@@ -187,12 +193,16 @@ def _ready_for_writes(deps: FlushDeps, work: list[_Work], report: FlushReport) -
         except UpstreamUnavailable as exc:
             _retry(deps, item, exc, report)
             continue
+        except Exception as exc:  # Qdrant refuses the collection: its conversations alone
+            _isolated(deps, item.state.claim, item.state.meta, exc, report)
+            continue
         ready.append(item)
     return ready
 
 
 def _upsert(deps: FlushDeps, work: list[_Work], report: FlushReport) -> list[_Work]:
-    """Upsert per collection; a collection that fails sends its conversations to retry."""
+    """Upsert per collection; a collection that is down sends its conversations to retry, one
+    that refuses the write is written conversation by conversation (`_upsert_each`)."""
     by_collection: dict[str, list[_Work]] = {}
     for item in work:
         by_collection.setdefault(item.collection, []).append(item)
@@ -212,7 +222,33 @@ def _upsert(deps: FlushDeps, work: list[_Work], report: FlushReport) -> list[_Wo
             for item in items:
                 _retry(deps, item, exc, report)
             continue
+        except Exception as exc:
+            stored.extend(_upsert_each(deps, collection, items, exc, report))
+            continue
         stored.extend(items)
+    return stored
+
+
+def _upsert_each(deps: FlushDeps, collection: str, items: list[_Work], error: Exception,
+                 report: FlushReport) -> list[_Work]:  # fmt: skip
+    """Qdrant refused a collection's write: each conversation is written alone, so only the
+    ones it refuses are set aside."""
+    if len(items) == 1:
+        _isolated(deps, items[0].state.claim, items[0].state.meta, error, report)
+        return []
+    log.warning("Qdrant refused a write to %s (%s); writing its conversations one by one",
+                collection, error)  # fmt: skip
+    stored = []
+    for item in items:
+        try:
+            if item.points:
+                deps.store.upsert(collection, item.points)
+        except Exception as exc:
+            if isinstance(exc, CollectionMissing):
+                deps.collections.forget(collection)
+            _isolated(deps, item.state.claim, item.state.meta, exc, report)
+            continue
+        stored.append(item)
     return stored
 
 
@@ -251,39 +287,105 @@ def _still_ours(deps: FlushDeps, item: _Work) -> bool:
     return outcome == 1
 
 
-def flush(claims: Sequence[Claim], deps: FlushDeps) -> FlushReport:
-    """Flush the claimed conversations together, so their chunks share embedding requests."""
-    report = FlushReport()
-    work = []
-    for claim in claims:
-        state = deps.buffers.begin(claim)
-        if state is None:
-            continue
-        try:
-            prepared = _prepare(state, deps)
-        except (UnknownAgent, InvalidAgentName) as exc:
-            # The agents file changed under buffered messages: keep them, and say so loudly.
-            log.error("conversation %s is held: %s", claim.conversation, exc)
-            deps.buffers.release(claim, retry_in=BLOCKED_RETRY_SECONDS, failed=False)
-            continue
-        if prepared is not None:
-            work.append(prepared)
-    idle = [item for item in work if not item.plan.writes]
-    for item in idle:
-        _commit(deps, item, report)
-    ready = _ready_for_writes(deps, [item for item in work if item.plan.writes], report)
-    texts = [chunk_text(write.messages) for item in ready for write in item.plan.writes]
-    if not texts:
-        return report
+def _isolated(deps: FlushDeps, claim: Claim, meta: dict[str, str], error: Exception,
+              report: FlushReport) -> None:  # fmt: skip
+    """One conversation failed: set it aside alone (workers/isolation.py). If even that fails
+    (Redis gone), the lease expires and the sweep hands the conversation out again."""
     try:
-        vectors = deps.embedder.embed(texts)
+        action = set_aside(deps.buffers, deps.quarantine, claim, meta, error)
+    except Exception:
+        log.exception("could not set aside conversation %s after: %s", claim.conversation, error)
+        return
+    report.quarantined += int(action is Action.QUARANTINE)
+    report.retried += int(action in (Action.RETRY, Action.COUNT))
+
+
+def _start(claim: Claim, deps: FlushDeps, report: FlushReport) -> _Work | None:
+    """Read and plan one conversation; a failure stays with it."""
+    state = None
+    try:
+        state = deps.buffers.begin(claim)
+        return None if state is None else _prepare(state, deps)
+    except Exception as exc:
+        _isolated(deps, claim, state.meta if state else {}, exc, report)
+        return None
+
+
+def _formatted(deps: FlushDeps, work: list[_Work], report: FlushReport) -> list[_Work]:
+    """Each conversation's chunk texts; one that cannot be formatted (a date beyond year 9999)
+    is set aside alone."""
+    done = []
+    for item in work:
+        try:
+            item.texts = [chunk_text(write.messages) for write in item.plan.writes]
+        except Exception as exc:
+            _isolated(deps, item.state.claim, item.state.meta, exc, report)
+            continue
+        done.append(item)
+    return done
+
+
+def _embedded(deps: FlushDeps, work: list[_Work], report: FlushReport) -> list[_Work]:
+    """One embedding batch for all; if it fails for another reason than an outage, each
+    conversation is embedded alone, so only the one that breaks it is set aside."""
+    try:
+        vectors = deps.embedder.embed([text for item in work for text in item.texts])
     except UpstreamUnavailable as exc:
-        for item in ready:
+        for item in work:
             _retry(deps, item, exc, report)
+        return []
+    except Exception as exc:
+        if len(work) == 1:
+            _isolated(deps, work[0].state.claim, work[0].state.meta, exc, report)
+            return []
+        log.warning("an embedding batch failed (%s); embedding conversations one by one", exc)
+        return [item for one in work for item in _embedded(deps, [one], report)]
+    return _attached(deps, work, vectors, report)
+
+
+def _attached(deps: FlushDeps, work: list[_Work], vectors: Sequence[list[float] | InputRejected],
+              report: FlushReport) -> list[_Work]:  # fmt: skip
+    attached, position = [], 0
+    for item in work:
+        count = len(item.plan.writes)
+        try:
+            _attach_vectors([item], vectors[position : position + count])
+        except Exception as exc:
+            _isolated(deps, item.state.claim, item.state.meta, exc, report)
+        else:
+            attached.append(item)
+        position += count
+    return attached
+
+
+def _kept(deps: FlushDeps, item: _Work, report: FlushReport) -> bool:
+    try:
+        return _still_ours(deps, item)
+    except Exception as exc:
+        _isolated(deps, item.state.claim, item.state.meta, exc, report)
+        return False
+
+
+def _committed(deps: FlushDeps, work: list[_Work], report: FlushReport) -> None:
+    for item in work:
+        try:
+            _commit(deps, item, report)
+        except Exception as exc:
+            _isolated(deps, item.state.claim, item.state.meta, exc, report)
+
+
+def flush(claims: Sequence[Claim], deps: FlushDeps) -> FlushReport:
+    """Flush the claimed conversations together, so their chunks share embedding requests.
+    Whatever fails stays with its own conversation (or collection): the others are written."""
+    report = FlushReport()
+    work = [item for claim in claims if (item := _start(claim, deps, report)) is not None]
+    _committed(deps, [item for item in work if not item.plan.writes], report)
+    ready = _formatted(deps, [item for item in work if item.plan.writes], report)
+    ready = _ready_for_writes(deps, ready, report)
+    if not ready:
         return report
-    _attach_vectors(ready, vectors)
+    ready = _embedded(deps, ready, report)
     # Embedding may have taken a while: keep only conversations still ours and unchanged.
-    ready = [item for item in ready if _still_ours(deps, item)]
-    for item in _upsert(deps, ready, report):
-        _commit(deps, item, report)
+    ready = [item for item in ready if _kept(deps, item, report)]
+    _committed(deps, _upsert(deps, ready, report), report)
     return report

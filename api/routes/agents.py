@@ -12,7 +12,13 @@ from api.deletes import DeleteScope, delete
 from api.deps import AgentDep, RuntimeDep
 from api.health import lexical_state
 from api.known_ids import known_ids
-from api.schemas import AGENT_ACCESS, Source, StorableId, StorableMessageId
+from api.schemas import (
+    AGENT_ACCESS,
+    QuarantinedConversation,
+    Source,
+    StorableId,
+    StorableMessageId,
+)
 from shared import keys
 from shared.agents import AgentConfig
 from shared.runtime import Runtime
@@ -91,6 +97,10 @@ class StatsResponse(BaseModel):
     points_without_bm25: int | None = Field(
         None, description="Points the background backfill has not given BM25 terms yet."
     )
+    quarantined: list[QuarantinedConversation] = Field(
+        default_factory=list,
+        description="Its conversations set aside by a failure retrying cannot fix, with why.",
+    )
 
 
 def _stats(runtime: Runtime, agent: AgentConfig) -> StatsResponse:
@@ -99,6 +109,8 @@ def _stats(runtime: Runtime, agent: AgentConfig) -> StatsResponse:
     by_source = runtime.store.facet_counts(collection, "source")
     conversations = runtime.buffers.conversations_of(collection)
     last: Any = runtime.redis.hget(keys.agent_stats(collection), "last_write")
+    held = runtime.quarantine.entries(runtime.quarantine.members(collection))
+    quarantined = [QuarantinedConversation.model_validate(e, from_attributes=True) for e in held]
     return StatsResponse(
         collection=collection,
         points=total,
@@ -108,6 +120,7 @@ def _stats(runtime: Runtime, agent: AgentConfig) -> StatsResponse:
         buffered_messages=runtime.buffers.buffered_messages(conversations),
         last_write=int(last) if last else None,
         **_lexical(runtime, agent),
+        quarantined=quarantined,
     )
 
 

@@ -1,4 +1,5 @@
-"""Dead letters: chunks the embedding provider refused for good, listed and replayed."""
+"""Dead letters: chunks the embedding provider refused for good, listed and replayed; beside
+them, the quarantined conversations (api/routes/quarantine.py), which a replay releases."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import GlobalAccess, RuntimeDep
-from api.schemas import ErrorResponse
+from api.routes.quarantine import quarantine_page, release
+from api.schemas import ErrorResponse, QuarantinedConversation
 
 MAX_OFFSET = 1_000_000_000
+QUARANTINE_SHOWN = 100
 
 router = APIRouter(
     dependencies=[GlobalAccess],
@@ -33,6 +36,13 @@ class DeadLetterView(BaseModel):
 class DeadLetterList(BaseModel):
     total: int
     entries: list[DeadLetterView]
+    quarantined_total: int = Field(
+        0, description="Conversations in quarantine: whole conversations, not chunks."
+    )
+    quarantined: list[QuarantinedConversation] = Field(
+        default_factory=list,
+        description=f"The oldest {QUARANTINE_SHOWN} of them; GET /quarantine pages through all.",
+    )
 
 
 class ReplayRequest(BaseModel):
@@ -41,6 +51,7 @@ class ReplayRequest(BaseModel):
 
 class ReplayResponse(BaseModel):
     queued: int = Field(description="Dead letters moved to the replay queue.")
+    released: int = Field(0, description="Quarantined conversations released to be tried again.")
 
 
 @router.get("/dead-letters", response_model=DeadLetterList)
@@ -64,7 +75,10 @@ async def list_dead_letters(
         )
         for letter in letters
     ]
-    return DeadLetterList(total=total, entries=entries)
+    held, quarantined = await run_in_threadpool(quarantine_page, runtime, None, 0, QUARANTINE_SHOWN)
+    return DeadLetterList(
+        total=total, entries=entries, quarantined_total=held, quarantined=quarantined
+    )
 
 
 @router.post(
@@ -79,9 +93,12 @@ async def list_dead_letters(
 async def replay_dead_letters(
     runtime: RuntimeDep, body: ReplayRequest | None = None
 ) -> ReplayResponse:
-    """Try the dead letters again (for example after changing the model settings)."""
+    """Try the dead letters again (for example after changing the model settings), and
+    release the quarantined conversations (of the agent, or all)."""
     # An agent is its collection: its dead letters are those of its collection, whatever
     # spelling wrote them (404 for an unknown agent).
     collection = runtime.agents.get(body.bot).collection_name if body and body.bot else None
     queued = await run_in_threadpool(runtime.dead_letters.queue_replay, collection)
-    return ReplayResponse(queued=queued)
+    # Replaying is trying again what was refused: quarantined conversations too.
+    released = await run_in_threadpool(release, runtime, collection, None)
+    return ReplayResponse(queued=queued, released=released)

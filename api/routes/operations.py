@@ -56,9 +56,23 @@ async def flush_agent(
 ) -> FlushResponse:
     """Write every open chunk of the agent now, without closing it."""
     conversations = await run_in_threadpool(runtime.buffers.force_flush, agent.collection_name)
-    pending = await run_in_threadpool(runtime.buffers.unwritten, conversations)
+    pending, held = await run_in_threadpool(_unwritten, runtime, conversations)
     deadline = time.monotonic() + timeout
     while wait and pending and time.monotonic() < deadline:
         await asyncio.sleep(FLUSH_POLL_SECONDS)
-        pending = await run_in_threadpool(runtime.buffers.unwritten, conversations)
-    return FlushResponse(conversations=len(conversations), pending=pending, done=pending == 0)
+        pending, held = await run_in_threadpool(_unwritten, runtime, conversations)
+    return FlushResponse(
+        conversations=len(conversations),
+        pending=pending,
+        quarantined=held,
+        done=pending == 0 and held == 0,
+    )
+
+
+def _unwritten(runtime: Runtime, conversations: list[str]) -> tuple[int, int]:
+    """(pending, quarantined): a quarantined conversation waits for a release, not for a
+    flush, so a caller is told about it instead of waiting on it."""
+    quarantined = {member for member, _ in runtime.quarantine.members()}
+    held = [c for c in conversations if c in quarantined]
+    writable = [c for c in conversations if c not in quarantined]
+    return runtime.buffers.unwritten(writable), len(held)

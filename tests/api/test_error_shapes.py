@@ -72,4 +72,4 @@ def test_dead_letter_paging_out_of_range_is_422(client: TestClient, query: str) 
 def test_the_largest_dead_letter_offset_is_an_empty_page(client: TestClient) -> None:
     response = client.get("/dead-letters?offset=1000000000")
     assert response.status_code == 200
-    assert response.json() == {"total": 0, "entries": []}
+    assert response.json() == {"total": 0, "entries": [], "quarantined_total": 0, "quarantined": []}

@@ -39,6 +39,8 @@ OPERATIONS = [
     ("/agents/{bot}/known-ids", "POST"),
     ("/dead-letters", "GET"),
     ("/dead-letters/replay", "POST"),
+    ("/quarantine", "GET"),
+    ("/quarantine/release", "POST"),
 ]
 # Headers the requests-style case carries that httpx sets itself.
 DROPPED_HEADERS = {"content-length", "connection", "accept-encoding", "host"}

@@ -40,7 +40,7 @@ def test_health_counts_agents_once_whatever_their_spelling(runtime: Runtime) -> 
     assert sorted(name.casefold() for name in report["agents"]) == ["mythos", "nova"]
     assert report["agents"]["Mythos"] == {
         "collection": "mem_mythos", "exists": False, "vector_size": None, "points": None,
-        "model": None, "model_matches": None, "blocked": None,
+        "model": None, "model_matches": None, "blocked": None, "quarantined": 0,
         "recall": None, "bm25": None, "points_without_bm25": None,
     }  # fmt: skip
     assert report["embedding"] == {

@@ -24,6 +24,8 @@ EXPECTED = {
     ("/agents/{bot}/known-ids", "post"): {"400", "401", "403", "404", "422"},
     ("/dead-letters", "get"): {"401", "403", "422"},
     ("/dead-letters/replay", "post"): {"400", "401", "403", "404", "422"},
+    ("/quarantine", "get"): {"400", "401", "403", "404", "422"},
+    ("/quarantine/release", "post"): {"400", "401", "403", "404", "422"},
 }
 
 
@@ -65,8 +67,8 @@ def test_health_and_delete_fields_are_described(schema: dict[str, Any]) -> None:
         "status", "redis", "qdrant", "embedding", "agents",
     }  # fmt: skip
     agent = components["AgentHealth"]["properties"]
-    assert {"collection", "exists", "vector_size", "model", "model_matches", "blocked"} <= set(
-        agent
-    )
+    assert {
+        "collection", "exists", "vector_size", "model", "model_matches", "blocked", "quarantined",
+    } <= set(agent)  # fmt: skip
     scopes = components["DeleteRequest"]["properties"]
     assert set(scopes) == {"source", "channel_id", "conversation_id", "message_id", "user_id"}

@@ -83,6 +83,16 @@ def test_dead_letters_lists_and_replays(client: MemoryPoolClient) -> None:
     assert isinstance(client.replay_dead_letters(AGENT), dict)
 
 
+def test_quarantine_lists_and_releases(client: MemoryPoolClient) -> None:
+    assert client.quarantine() == {"total": 0, "entries": []}
+    assert client.quarantine(AGENT, limit=5) == {"total": 0, "entries": []}
+    assert client.release_quarantine(AGENT) == {"released": 0}
+    assert client.release_quarantine(conversation="mem_clerk:test:default") == {"released": 0}
+    with pytest.raises(MemoryPoolError) as unknown:
+        client.quarantine("nobody-here")
+    assert (unknown.value.status, unknown.value.error) == (404, "unknown_agent")
+
+
 def test_refusals_raise_memory_pool_error_with_status_code_and_detail(
     client: MemoryPoolClient,
 ) -> None:

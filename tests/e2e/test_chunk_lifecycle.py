@@ -120,6 +120,8 @@ def test_flush_endpoint_writes_the_open_chunk_without_closing_it(stack: Stack) -
     assert state == {"buffered": 2, "written": 2, "due": None}  # still open, nothing due
 
     save(stack, "keeper", (3, f"{SHORT} three"))
-    assert stack.flush("keeper") == {"conversations": 1, "pending": 0, "done": True}
+    assert stack.flush("keeper") == {
+        "conversations": 1, "pending": 0, "quarantined": 0, "done": True
+    }  # fmt: skip
     assert points(stack, "mem_keeper") == {pid: ["m1", "m2", "m3"]}  # the same point, grown
     assert conversation_state(stack, "keeper") == {"buffered": 3, "written": 3, "due": None}

@@ -59,12 +59,14 @@ def test_refused_chunk_is_dead_lettered_and_replayed(
 
     embeddings.clear_faults()
     response = stack.client.post("/dead-letters/replay", json={"bot": "mythos"})
-    assert response.status_code == 202 and response.json() == {"queued": 1}
+    assert response.status_code == 202 and response.json() == {"queued": 1, "released": 0}
     deadline = time.monotonic() + 15
     while stored_ids(stack) != ["bad-1", "bad-2", "good-1", "good-2"]:
         assert time.monotonic() < deadline, stored_ids(stack)
         time.sleep(0.05)
-    assert stack.client.get("/dead-letters").json() == {"total": 0, "entries": []}
+    assert stack.client.get("/dead-letters").json() == {
+        "total": 0, "entries": [], "quarantined_total": 0, "quarantined": []
+    }  # fmt: skip
     bad = next(p for p in stack.payloads("mem_mythos") if "bad-1" in p["messageIdList"])
     assert bad["text"] == entry["text"] and bad["source"] == "discord"
 

@@ -175,9 +175,11 @@ class Backend:
                 raise collection_missing(call.collection)
             try:
                 result = endpoint.handler(self, call)
-            except ValueError as exc:
+            except (ValueError, TypeError) as exc:
                 # local mode reports bad input (wrong vector size, unknown vector name, ...)
-                # as ValueError with the server's own wording; the server answers 400
+                # as ValueError with the server's own wording, and a vector of the wrong shape
+                # (one vector where the collection keeps many) as TypeError; the server
+                # validates its input and answers 400 "Wrong input" to both
                 raise ApiError(400, str(exc)) from exc
             if isinstance(result, models.UpdateResult):
                 return self.update_result(call)

@@ -1,0 +1,153 @@
+"""The quarantine: conversations whose flush failed for a reason retrying cannot fix.
+
+A quarantined conversation leaves the due set, so it never holds back a flush again; its
+messages stay in its buffer (new ones still join it, deduplicated as ever) until an operator
+releases it, after a fix. State: `mp:quarantine` (conversation -> since, Unix ms) and fields
+on the conversation's meta hash (`quarantined` the reason, `quarantined_at`, `failures`).
+Entering it needs the conversation's lease, like every other change a flush makes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import redis
+
+from shared import keys
+from shared.buffers import Claim
+from shared.conversations import collection_of, source_of
+
+# 1 retried later, 2 quarantined, 0 the lease was lost (another worker has it: nothing changed)
+_FAIL = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local now, member = tonumber(ARGV[2]), ARGV[3]
+local failures = redis.call('HINCRBY', KEYS[2], 'failures', 1)
+if failures >= tonumber(ARGV[5]) then
+  redis.call('HSET', KEYS[2], 'quarantined', ARGV[4], 'quarantined_at', now)
+  redis.call('ZADD', KEYS[4], now, member)
+  redis.call('ZREM', KEYS[3], member)
+  redis.call('DEL', KEYS[1])
+  return 2
+end
+local due_at = now + tonumber(ARGV[6])
+redis.call('ZADD', KEYS[3], due_at, member)
+redis.call('HINCRBY', KEYS[2], 'attempts', 1)
+redis.call('HSET', KEYS[2], 'retry_at', due_at)
+redis.call('DEL', KEYS[1])
+return 1
+"""
+
+# Released conversations are due at once; what still fails returns to the quarantine.
+_RELEASE = """
+local now, n = tonumber(ARGV[1]), 0
+for i = 3, #ARGV do
+  local member = ARGV[i]
+  if redis.call('ZREM', KEYS[1], member) == 1 then
+    redis.call('HDEL', ARGV[2] .. member, 'quarantined', 'quarantined_at', 'failures',
+               'attempts', 'retry_at')
+    redis.call('ZADD', KEYS[2], now, member)
+    n = n + 1
+  end
+end
+return n
+"""
+
+RETRIED, QUARANTINED, LOST = 1, 2, 0
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantineEntry:
+    """One quarantined conversation, as /health, stats and the listing show it."""
+
+    conversation: str
+    collection: str
+    agent: str
+    source: str
+    reason: str
+    since: int
+    messages: int
+    failures: int
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class Quarantine:
+    """Entering, listing and releasing the quarantine in Redis."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.redis = client
+        self._fail = client.register_script(_FAIL)
+        self._release = client.register_script(_RELEASE)
+
+    def fail(self, claim: Claim, reason: str, *, threshold: int, retry_in: float) -> int:
+        """Count a failure of a claimed conversation: quarantine it at `threshold` failures in
+        a row (1: at once), else give it back to be tried in `retry_in` seconds."""
+        conversation = claim.conversation
+        script_keys = [keys.lease(conversation), keys.meta(conversation), keys.DUE]
+        args = [claim.token, _now_ms(), conversation, reason[:1000], threshold]
+        args.append(int(retry_in * 1000))
+        return int(self._fail(keys=[*script_keys, keys.QUARANTINE], args=args))
+
+    def members(self, collection: str | None = None) -> list[tuple[str, int]]:
+        """(conversation, since) of every quarantined conversation, oldest first."""
+        found = self.redis.zrange(keys.QUARANTINE, 0, -1, withscores=True)
+        pairs = [(_text(member), int(since)) for member, since in found]
+        if collection is None:
+            return pairs
+        return [(member, since) for member, since in pairs if collection_of(member) == collection]
+
+    def count(self) -> int:
+        return int(self.redis.zcard(keys.QUARANTINE))
+
+    def counts_by_collection(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for member, _ in self.members():
+            collection = collection_of(member)
+            counts[collection] = counts.get(collection, 0) + 1
+        return counts
+
+    def entries(self, members: Iterable[tuple[str, int]]) -> list[QuarantineEntry]:
+        """What each quarantined conversation holds and why, read in one round trip."""
+        members = list(members)
+        pipe = self.redis.pipeline(transaction=False)
+        for member, _ in members:
+            pipe.hmget(keys.meta(member), "quarantined", "failures", "agent")
+            pipe.llen(keys.buffer(member))
+        pipe.hgetall(keys.NAMES)
+        replies = pipe.execute()
+        names = {_text(k): _text(v) for k, v in replies[-1].items()}
+        entries = []
+        for (member, since), (fields, length) in zip(
+            members, zip(replies[:-1:2], replies[1:-1:2], strict=True), strict=True
+        ):
+            reason, failures, agent = (_text(v) if v is not None else None for v in fields)
+            collection = collection_of(member)
+            entries.append(
+                QuarantineEntry(
+                    conversation=member,
+                    collection=collection,
+                    agent=names.get(collection) or agent or collection,
+                    source=source_of(member),
+                    reason=reason or "",
+                    since=since,
+                    messages=int(length),
+                    failures=int(failures or 0),
+                )
+            )
+        return entries
+
+    def release(self, conversations: Iterable[str]) -> int:
+        """Let these conversations be flushed again now; returns how many were quarantined."""
+        members = list(conversations)
+        if not members:
+            return 0
+        args = [_now_ms(), keys.meta(""), *members]
+        return int(self._release(keys=[keys.QUARANTINE, keys.DUE], args=args))
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,54 @@
+"""Setting one failed conversation aside, so the rest of its flush task carries on.
+
+What to do is judged by the pure table in workers/failures.py; this applies it in Redis (a
+retry with backoff, a hold, or the quarantine) with the conversation's lease.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from shared.backoff import compute_backoff
+from shared.buffers import Buffers, Claim
+from shared.errors import UpstreamUnavailable
+from shared.quarantine import QUARANTINED, Quarantine
+from workers.failures import UNKNOWN_FAILURES_ALLOWED, Action, judge, unknown_retry_delay
+
+log = logging.getLogger(__name__)
+
+# A collection of another size or model, or an agent gone from the agents file: look again
+# now and then, as fixing the configuration lets the held messages through.
+BLOCKED_RETRY_SECONDS = 60.0
+
+
+def set_aside(
+    buffers: Buffers, quarantine: Quarantine, claim: Claim, meta: dict[str, str], error: Exception
+) -> Action:
+    """Deal with one conversation's failure alone; returns what was done, with the action
+    COUNT meaning it was retried (not yet quarantined)."""
+    verdict = judge(error)
+    where = f"agent {meta.get('agent', '?')!r}, conversation {claim.conversation}"
+    if verdict.action is Action.RETRY:
+        retry_after = error.retry_after if isinstance(error, UpstreamUnavailable) else None
+        delay = compute_backoff(int(meta.get("attempts", "0")), retry_after=retry_after)
+        log.warning("flush of %s waits %.1fs: %s", where, delay, verdict.reason)
+        buffers.release(claim, retry_in=delay, failed=True)
+        return Action.RETRY
+    if verdict.action is Action.HOLD:
+        log.error("flush of %s is held: %s", where, verdict.reason)
+        buffers.release(claim, retry_in=BLOCKED_RETRY_SECONDS, failed=False)
+        return Action.HOLD
+    once = verdict.action is Action.QUARANTINE
+    failures = int(meta.get("failures", "0"))
+    outcome = quarantine.fail(
+        claim,
+        verdict.reason,
+        threshold=1 if once else UNKNOWN_FAILURES_ALLOWED,
+        retry_in=unknown_retry_delay(failures),
+    )
+    quarantined = outcome == QUARANTINED
+    # The traceback of an unforeseen failure is what a fix needs; a known one has its reason.
+    log.error("flush of %s failed (%s); %s", where, verdict.reason,
+              "quarantined" if quarantined else f"failure {failures + 1}, tried again later",
+              exc_info=None if once else error)  # fmt: skip
+    return Action.QUARANTINE if quarantined else Action.COUNT
