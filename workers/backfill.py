@@ -35,6 +35,7 @@ PAUSE_SECONDS = 0.02
 # A finished collection is scanned again when its point count changes (st-qdrant-memory wrote),
 # and at least this often (a delete and a write that kept the count).
 RESCAN_SECONDS = 600
+REFUSED_SECONDS = 600
 
 
 @dataclass
@@ -77,7 +78,7 @@ def backfill(
             if report.points and time.monotonic() >= deadline:
                 report.finished = False  # every run does at least one batch
                 break
-            state = _prepare(agent, store, collections, report)
+            state = _prepare(agent, store, collections, client, report)
             if state is None:
                 continue
             # a collection new to BM25 (made again?) or whose terms were dropped for a new
@@ -100,7 +101,11 @@ def _done_at(client: redis.Redis, state: CollectionState) -> bool:
 
 
 def _prepare(
-    agent: AgentConfig, store: Store, collections: CollectionGuard, report: BackfillReport
+    agent: AgentConfig,
+    store: Store,
+    collections: CollectionGuard,
+    client: redis.Redis,
+    report: BackfillReport,
 ) -> CollectionState | None:
     """The collection exists, has the BM25 vector (added in place if need be) and its terms
     are of the agent's language; None when there is nothing to backfill."""
@@ -109,6 +114,8 @@ def _prepare(
     if state is None:
         return None
     if not state.has_bm25:
+        if client.exists(keys.bm25_refused(name)):
+            return None  # refused a moment ago: asked again after REFUSED_SECONDS
         try:
             collections.forget(name)  # ensure() again adds the vector on a server that can
             collections.ensure(name)
@@ -116,7 +123,10 @@ def _prepare(
             return None  # writes are held and /health says why
         state = store.collection(name)
         if state is None or not state.has_bm25:
-            return None  # an older server: recall stays dense, /health says so
+            # an older server: recall stays dense, /health says so; asked again later, in case
+            # the server was upgraded
+            client.set(keys.bm25_refused(name), 1, ex=REFUSED_SECONDS)
+            return None
         report.added.append(name)
     encoding = encoding_of(agent.language)
     if state.bm25_encoding != encoding:

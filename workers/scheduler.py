@@ -12,6 +12,7 @@ from celery import Celery
 from shared.buffers import Buffers, Claim
 from shared.contracts import BACKFILL_TASK, FLUSH_TASK, REPLAY_TASK, FlushTask
 from shared.dead_letters import DeadLetters
+from shared.keys import BACKFILL_QUEUED
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -22,6 +23,7 @@ SendReplay = Callable[[], None]
 REPLAY_EVERY_SECONDS = 1.0
 # The BM25 backfill (workers/backfill.py) finds st-qdrant-memory's new points within this.
 BACKFILL_EVERY_SECONDS = 5.0
+BACKFILL_QUEUED_SECONDS = 60  # a lost task (worker killed) stops blocking the next after this
 
 
 class Scheduler:
@@ -71,7 +73,9 @@ class Scheduler:
         if self.send_backfill is None or now - self._last_backfill < self.backfill_every:
             return
         self._last_backfill = now
-        self.send_backfill()
+        # one waiting at a time: busy workers must not find a pile of them afterwards
+        if self.buffers.redis.set(BACKFILL_QUEUED, 1, nx=True, ex=BACKFILL_QUEUED_SECONDS):
+            self.send_backfill()
 
     def _maybe_replay(self) -> None:
         """Dead letters queued for replay get a task now and then, never a flood of them."""

@@ -10,7 +10,7 @@ from celery import Celery
 from shared.buffers import Claim
 from shared.contracts import BACKFILL_TASK, FLUSH_TASK, REPLAY_TASK, FlushTask
 from shared.dead_letters import DeadLetters
-from shared.keys import NAMES
+from shared.keys import BACKFILL_QUEUED, NAMES
 from workers.backfill import agents_to_backfill, backfill
 from workers.flush import flush
 from workers.replay import replay
@@ -48,6 +48,7 @@ def register_tasks(app: Celery, context: WorkerContext) -> None:
     def backfill_bm25() -> dict:
         deps = context.deps()
         client = deps.buffers.redis
+        client.delete(BACKFILL_QUEUED)  # the scheduler may queue the next one
         seen = [_text(name) for name in client.hvals(NAMES)]
         report = backfill(
             agents_to_backfill(deps.agents, seen),
