@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from api.errors import install_error_handlers
+from api.hybrid_recall import LexicalCollections
 from api.metrics import ApiMeters, HttpMetrics, backlog_registry
 from api.middleware import install_door
 from api.recall import QueryCache
@@ -42,6 +43,7 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
             concurrency=app.state.runtime.settings.recall_concurrency,
             wait=app.state.runtime.settings.recall_queue_seconds,
         )
+        app.state.lexical = LexicalCollections(app.state.runtime.store)
         app.state.saver = AsyncSaver(
             async_redis_client(app.state.runtime.settings),
             dedupe_ttl_seconds=app.state.runtime.settings.dedupe_ttl_seconds,

@@ -6,8 +6,11 @@ from typing import Any
 
 import redis
 
-from shared import keys
+from shared import bm25_store, keys
+from shared.errors import MemoryPoolError
+from shared.hybrid_store import hybrid_possible
 from shared.runtime import Runtime
+from shared.store import CollectionState
 
 CELERY_QUEUE = "celery"
 
@@ -54,7 +57,7 @@ def _embedding_section(runtime: Runtime) -> dict[str, Any]:
 
 
 def _agent_section(
-    runtime: Runtime, collection: str, dims: int | None, quarantined: int
+    runtime: Runtime, name: str, collection: str, dims: int | None, quarantined: int
 ) -> dict[str, Any]:
     state = runtime.store.collection(collection)
     blocked = runtime.redis.get(keys.blocked(collection))
@@ -66,10 +69,26 @@ def _agent_section(
             model=state.model,
             model_matches=(state.model in (None, runtime.embedder.model))
             and (dims is None or state.size == dims),
+            **lexical_state(runtime, name, state),
         )
     section["blocked"] = _decode(blocked) if blocked else None
     section["quarantined"] = quarantined
     return section
+
+
+def lexical_state(runtime: Runtime, name: str, state: CollectionState) -> dict[str, Any]:
+    """Whether the collection has BM25 terms, how many points still lack them, and so how
+    /retrieve recalls it by default."""
+    try:
+        configured = runtime.agents.get(name).recall
+    except MemoryPoolError:
+        configured = "hybrid"
+    missing = bm25_store.lacking_terms(runtime.store, state.name) if state.has_bm25 else None
+    return {
+        "bm25": state.has_bm25,
+        "points_without_bm25": state.points_count if missing is None else missing,
+        "recall": configured if hybrid_possible(state, local=runtime.store.local) else "dense",
+    }
 
 
 def health_report(runtime: Runtime) -> dict[str, Any]:
@@ -85,7 +104,7 @@ def health_report(runtime: Runtime) -> dict[str, Any]:
             names.setdefault(collection, name)
         quarantined = runtime.quarantine.counts_by_collection()
         agents = {
-            name: _agent_section(runtime, collection, dims, quarantined.get(collection, 0))
+            name: _agent_section(runtime, name, collection, dims, quarantined.get(collection, 0))
             for collection, name in sorted(names.items(), key=lambda item: item[1])
         }
     report["agents"] = agents

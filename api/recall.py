@@ -6,22 +6,24 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from cachetools import TTLCache
+from qdrant_client import models
 
+from api.hybrid_recall import HybridFill, LexicalCollections
 from shared import metrics
 from shared.agents import AgentConfig
+from shared.bm25 import DEFAULT_LEXICAL_THRESHOLD, Terms, query_terms
 from shared.embedder import Embedder
 from shared.errors import InputRejected, RecallTimeout
 from shared.format import RecallHit, recall_block
+from shared.hybrid_store import Fusion, LexicalUnavailable
 from shared.recall_query import RecallFilters, recall_filter
-from shared.recall_rules import HitSelector
+from shared.recall_rules import MAX_PAGES, MIN_PAGE, HitSelector
 from shared.store import Store
 
 log = logging.getLogger(__name__)
-
-MIN_PAGE = 10  # st-qdrant-memory's own search size
-MAX_PAGES = 8  # a bound on over-fetching, however many hits are excluded
 
 
 class RecallBusy(RecallTimeout):
@@ -49,6 +51,8 @@ class QueryCache:
     ) -> None:
         self.embedder = embedder
         self._cache: TTLCache[str, list[float]] = TTLCache(maxsize=size, ttl=ttl)
+        # the query's BM25 terms, by (language, text): in-process and cheap, cached beside it
+        self._terms: TTLCache[tuple[str, str], Terms] = TTLCache(maxsize=size, ttl=ttl)
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(concurrency)
         self._concurrency = concurrency
@@ -76,6 +80,16 @@ class QueryCache:
             self._cache[text] = vector
         return vector
 
+    def terms(self, text: str, language: str) -> Terms:
+        key = (language, text)
+        with self._lock:
+            cached = self._terms.get(key)
+        if cached is None:
+            cached = query_terms(text, language)
+            with self._lock:
+                self._terms[key] = cached
+        return cached
+
 
 @dataclass(frozen=True, slots=True)
 class RecallRequest:
@@ -84,6 +98,9 @@ class RecallRequest:
     limit: int
     score_threshold: float
     filters: RecallFilters
+    mode: Literal["hybrid", "dense"] = "dense"
+    fusion: Fusion = "dbsf"
+    lexical_threshold: float = DEFAULT_LEXICAL_THRESHOLD
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +111,15 @@ class Recall:
 
 
 def recall(
-    agent: AgentConfig, request: RecallRequest, *, store: Store, cache: QueryCache
+    agent: AgentConfig,
+    request: RecallRequest,
+    *,
+    store: Store,
+    cache: QueryCache,
+    lexical: LexicalCollections | None = None,
 ) -> Recall:
-    """The best `limit` eligible chunks, over-fetching until filled or the collection runs out."""
+    """The best `limit` eligible chunks, over-fetching until filled or the collection runs out:
+    fused with BM25 where the request asks for hybrid and the collection has terms."""
     try:
         vector = cache.vector(request.query_text)
     except InputRejected as exc:
@@ -112,10 +135,35 @@ def recall(
     server_side = frozenset() if store.local else request.excluded_ids
     query_filter = recall_filter(request.filters, server_side)
     selector = HitSelector(set(request.excluded_ids), request.limit)
+    collection = agent.collection_name
+    queries = 0
+    if request.mode == "hybrid" and lexical is not None and lexical.has_bm25(collection):
+        terms = cache.terms(request.query_text, agent.language)
+        if terms:  # a query of stopwords only has no lexical leg
+            fill = HybridFill(store, collection, vector, terms, request, query_filter)
+            try:
+                queries = fill.run(selector)
+            except LexicalUnavailable as exc:
+                log.warning("recalling dense: %s", exc)
+                lexical.forget(collection)
+    if not queries:
+        queries = _dense_fill(selector, store, collection, vector, request, query_filter)
+    return Recall(selector.kept, recall_block(selector.kept, agent.legacy_user_label), queries)
+
+
+def _dense_fill(
+    selector: HitSelector,
+    store: Store,
+    collection: str,
+    vector: list[float],
+    request: RecallRequest,
+    query_filter: models.Filter | None,
+) -> int:
+    """Pages of nearest points by cosine until the selector is full; returns the queries."""
     page, offset, queries = max(MIN_PAGE, request.limit * 2), 0, 0
     while not selector.full and queries < MAX_PAGES:
         hits = store.query(
-            agent.collection_name,
+            collection,
             vector,
             limit=page,
             offset=offset,
@@ -129,4 +177,4 @@ def recall(
             break  # nothing more above the threshold
         offset += page
         page *= 2
-    return Recall(selector.kept, recall_block(selector.kept, agent.legacy_user_label), queries)
+    return queries

@@ -155,7 +155,28 @@ class RetrieveRequest(BaseModel):
         "stored are ignored).",
     )
     limit: int = Field(5, ge=1, le=100, description="How many chunks at most.")
-    score_threshold: float = Field(0.3, ge=-1, le=1, description="Lowest cosine score kept.")
+    score_threshold: float = Field(
+        0.3,
+        ge=-1,
+        le=1,
+        description="Lowest cosine score kept. In hybrid recall a chunk below it is still kept "
+        "when the lexical leg found it with a BM25 score of at least `lexical_threshold`.",
+    )
+    recall: Literal["hybrid", "dense"] | None = Field(
+        None,
+        description="hybrid: dense and BM25 (lexical) legs fused in Qdrant; dense: cosine only. "
+        "Absent: the agent's `recall` (hybrid by default). A collection without BM25 terms "
+        "(an older Qdrant server) is recalled dense.",
+    )
+    fusion: Literal["dbsf", "rrf"] | None = Field(
+        None, description="How hybrid recall fuses its legs; absent: the agent's (dbsf)."
+    )
+    lexical_threshold: float | None = Field(
+        None,
+        ge=0,
+        description="The BM25 score a chunk needs to come from the lexical leg (Qdrant's IDF "
+        "times the term weight, summed over the query's words); absent: the agent's (5.0).",
+    )
     source: SourceFilter | None = Field(
         None, description='Only chunks from this interface ("discord").'
     )
@@ -176,8 +197,11 @@ class RetrieveRequest(BaseModel):
 
 class Hit(BaseModel):
     id: str = Field(description="The point id.")
-    score: float = Field(description="Cosine similarity to the query.")
+    score: float = Field(description="Cosine similarity to the query (hybrid recall too).")
     payload: dict[str, Any] = Field(description="The point's payload as stored.")
+    fused_score: float | None = Field(
+        None, description="Hybrid recall only: the fused score the hits are ordered by."
+    )
 
 
 class RetrieveResponse(BaseModel):
@@ -218,6 +242,17 @@ class AgentHealth(BaseModel):
     model: str | None = Field(None, description="The embedding model recorded with it.")
     model_matches: bool | None = None
     blocked: str | None = Field(None, description="Why writes are held, if they are.")
+    recall: Literal["hybrid", "dense"] | None = Field(
+        None, description="How /retrieve recalls this agent now (dense where BM25 is missing)."
+    )
+    bm25: bool | None = Field(
+        None,
+        description="Whether the collection has the BM25 sparse vector (false: the Qdrant "
+        "server could not add it, recall stays dense).",
+    )
+    points_without_bm25: int | None = Field(
+        None, description="Points the background backfill has not given BM25 terms yet."
+    )
     quarantined: int = Field(0, description="Its conversations in quarantine.")
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from shared.bm25 import DEFAULT_LANGUAGE, DEFAULT_LEXICAL_THRESHOLD
 from shared.chunking import ChunkRules
 from shared.errors import ConfigError, InvalidAgentName, UnknownAgent
 from shared.naming import collection_name
@@ -23,6 +24,10 @@ _DEFAULTABLE = (
     "chunk_gap_seconds",
     "min_message_chars",
     "idle_flush_seconds",
+    "recall",
+    "fusion",
+    "language",
+    "lexical_threshold",
 )
 
 
@@ -38,6 +43,14 @@ class AgentDefaults(BaseModel):
     chunk_gap_seconds: float = Field(6 * 3600, gt=0)
     min_message_chars: int = Field(5, ge=0)
     idle_flush_seconds: float = Field(60, gt=0)
+    # Hybrid recall (README "Hybrid recall"): dense and BM25 legs fused in Qdrant, or dense only.
+    recall: Literal["hybrid", "dense"] = "hybrid"
+    fusion: Literal["dbsf", "rrf"] = "dbsf"
+    # The BM25 stemmer and stopwords; a language Snowball does not know is not stemmed.
+    # Changing it re-makes the terms of the whole collection (the backfill does it).
+    language: str = Field(DEFAULT_LANGUAGE, min_length=1, max_length=32)
+    # The BM25 score a point needs to enter the fusion from the lexical leg (see README).
+    lexical_threshold: float = Field(DEFAULT_LEXICAL_THRESHOLD, ge=0)
 
     @model_validator(mode="after")
     def _min_below_max(self) -> AgentDefaults:

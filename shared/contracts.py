@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 FLUSH_TASK = "memory_pool.flush"
 REPLAY_TASK = "memory_pool.replay_dead_letters"
+BACKFILL_TASK = "memory_pool.backfill_bm25"
 
 
 class ClaimModel(BaseModel):

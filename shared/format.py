@@ -86,11 +86,13 @@ def score_percent(score: float) -> str:
 
 @dataclass(frozen=True, slots=True)
 class RecallHit:
-    """One point returned by recall: its id, cosine score and payload as stored."""
+    """One point returned by recall: its id, cosine score and payload as stored; a hybrid
+    recall adds the fused score it ranked by."""
 
     id: str
     score: float
     payload: Mapping[str, Any]
+    fused_score: float | None = None
 
 
 def describe_hit(payload: Mapping[str, Any], legacy_user_label: str) -> str:

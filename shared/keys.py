@@ -67,3 +67,18 @@ def blocked(collection: str) -> str:
 def agent_stats(collection: str) -> str:
     """HASH of per-agent counters such as the last write time."""
     return f"{PREFIX}stats:{agent_key(collection)}"
+
+
+def backfilled(collection: str) -> str:
+    """The point count of a collection when the BM25 backfill last found nothing left to do."""
+    return f"{PREFIX}bm25done:{agent_key(collection)}"
+
+
+def bm25_refused(collection: str) -> str:
+    """Set for a while when the Qdrant server refused to add the BM25 vector (older than 1.18),
+    so the backfill does not ask again every round."""
+    return f"{PREFIX}bm25refused:{agent_key(collection)}"
+
+
+# Set while a backfill task waits in the queue, so busy workers never get a pile of them.
+BACKFILL_QUEUED = f"{PREFIX}backfill:queued"

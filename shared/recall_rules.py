@@ -9,6 +9,8 @@ from typing import Any
 from shared.format import RecallHit
 
 DEDUPE_PREFIX_UTF16_UNITS = 200
+MIN_PAGE = 10  # st-qdrant-memory's own search size
+MAX_PAGES = 8  # a bound on over-fetching, however many hits are excluded
 
 # JavaScript's \s and String.prototype.trim() whitespace (WhiteSpace + LineTerminator), which
 # differs from Python's \s (JS includes U+FEFF; Python includes U+001C-U+001F).

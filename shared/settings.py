@@ -104,6 +104,11 @@ class Settings(BaseSettings):
         0.25, gt=0, validation_alias=_env("MEMORY_POOL_SCHEDULER_INTERVAL")
     )
 
+    # How often the scheduler sends the BM25 backfill task (a few seconds of work each).
+    backfill_interval_seconds: float = Field(
+        5.0, gt=0, validation_alias=_env("MEMORY_POOL_BACKFILL_INTERVAL")
+    )
+
     # --- observability (README, "Metrics, logs and monitoring") ---------------------------------
     log_format: Literal["text", "json"] = Field(
         "text", validation_alias=_env("MEMORY_POOL_LOG_FORMAT")

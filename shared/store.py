@@ -14,14 +14,20 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from shared.errors import (
-    CollectionMissing,
-    DimensionMismatch,
-    ModelMismatch,
-    UpstreamUnavailable,
-)
+from shared.bm25 import VECTOR_NAME, Terms
+from shared.errors import CollectionMissing, DimensionMismatch, UpstreamUnavailable
 from shared.format import RecallHit
 from shared.store_browse import StoreBrowsing
+from shared.store_rules import (
+    BM25_CONFIG,
+    check_compatible,
+    collection_state,
+    is_conflict,
+    is_missing,
+    is_rejected_input,
+    model_metadata,
+    point_vectors,
+)
 
 if TYPE_CHECKING:
     from shared.settings import Settings
@@ -30,8 +36,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# Key of our entry in the collection metadata; other tools may keep their own keys beside it.
-METADATA_KEY = "memory_pool"
 UPSERT_BATCH = 256
 KEYWORD_FIELDS = ("source", "messageIdList", "userIdList", "channelId", "guildId", "conversationId")
 PAYLOAD_INDEXES: Mapping[str, models.PayloadSchemaType] = {
@@ -42,11 +46,13 @@ PAYLOAD_INDEXES: Mapping[str, models.PayloadSchemaType] = {
 
 @dataclass(frozen=True, slots=True)
 class PointToWrite:
-    """One point to upsert: a UUID string id, its vector and its payload."""
+    """One point to upsert: a UUID string id, its vector and its payload, and its BM25 terms
+    (written beside the dense vector when the collection has the sparse vector)."""
 
     id: str
     vector: list[float]
     payload: dict[str, Any]
+    terms: Terms | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +67,12 @@ class CollectionState:
     model: str | None
     vector_names: tuple[str, ...] = ()
     indexed_fields: frozenset[str] = field(default_factory=frozenset)
+    sparse_names: tuple[str, ...] = ()
+    bm25_encoding: str | None = None  # recorded by the backfill (shared.bm25.encoding_of)
+
+    @property
+    def has_bm25(self) -> bool:
+        return VECTOR_NAME in self.sparse_names
 
 
 class Store(StoreBrowsing):
@@ -73,6 +85,9 @@ class Store(StoreBrowsing):
         self._local = local
         # local mode is not thread-safe (qdrant-client issue 1193): every call takes one lock
         self._lock: AbstractContextManager[Any] = threading.Lock() if local else nullcontext()
+        # collections whose BM25 vector this process has seen (True) or found refused (False);
+        # an upsert writes terms only where it is known to exist
+        self.bm25: dict[str, bool] = {}
 
     @classmethod
     def open(cls, settings: Settings) -> Store:
@@ -118,22 +133,27 @@ class Store(StoreBrowsing):
 
     def collection(self, name: str) -> CollectionState | None:
         info = self._read(name, lambda client: client.get_collection(name), missing=None)
-        return None if info is None else _state(name, info)
+        return None if info is None else collection_state(name, info)
 
-    def ensure_collection(self, name: str, *, size: int, model: str) -> None:
-        """Creates the collection, or checks an existing one and records our model on it."""
+    def ensure_collection(self, name: str, *, size: int, model: str) -> CollectionState:
+        """Creates the collection, or checks an existing one and records our model on it; then
+        adds the BM25 sparse vector where it is missing (a server that refuses: dense only)."""
         state = self.collection(name) or self._create(name, size=size, model=model)
-        _check_compatible(state, size=size, model=model)
+        check_compatible(state, size=size, model=model)
         if state.model is None:
             state = self._record_model(name, size=size, model=model)
         self._ensure_indexes(state)
+        if not state.has_bm25:
+            state = self._add_bm25(state)
+        self.bm25[name] = state.has_bm25
+        return state
 
     def _create(self, name: str, *, size: int, model: str) -> CollectionState:
         vectors = models.VectorParams(size=size, distance=models.Distance.COSINE)
         try:
-            self._create_collection(name, vectors, _metadata(model, size))
+            self._create_collection(name, vectors, model_metadata(model, size))
         except (UnexpectedResponse, ValueError) as e:
-            if not _is_conflict(e):
+            if not is_conflict(e):
                 raise
             # another worker created it first; it is judged like any existing collection
             log.info("Qdrant collection %s was created concurrently", name)
@@ -142,30 +162,57 @@ class Store(StoreBrowsing):
     def _create_collection(
         self, name: str, vectors: models.VectorParams, metadata: dict[str, Any]
     ) -> None:
+        # servers before 1.16 know no collection metadata, before 1.10 no IDF modifier: each
+        # refusal drops what it refused (the model goes unrecorded, recall stays dense)
+        attempts: list[dict[str, Any]] = [
+            {"sparse_vectors_config": BM25_CONFIG, "metadata": metadata},
+            {"sparse_vectors_config": BM25_CONFIG},
+            {"metadata": metadata},
+            {},
+        ]
+        for attempt, extra in enumerate(attempts):
+            try:
+                with self._io() as client:
+                    client.create_collection(name, vectors_config=vectors, **extra)
+                return
+            except UnexpectedResponse as e:
+                if is_conflict(e) or not is_rejected_input(e) or attempt == len(attempts) - 1:
+                    raise
+                log.warning(
+                    "Qdrant refused %s, creating %s without it: %s", "+".join(extra), name, e
+                )
+
+    def _add_bm25(self, state: CollectionState) -> CollectionState:
+        """The BM25 vector added in place (Qdrant 1.18+); st-qdrant-memory never sees it."""
+        config = models.SparseVectorNameConfig(
+            sparse=models.SparseVectorConfig(modifier=models.Modifier.IDF)
+        )
         try:
             with self._io() as client:
-                client.create_collection(name, vectors_config=vectors, metadata=metadata)
+                client.create_vector_name(state.name, VECTOR_NAME, config, wait=True)
         except UnexpectedResponse as e:
-            if _is_conflict(e) or not _is_rejected_input(e):
+            if e.status_code not in (400, 404, 405, 422):
                 raise
-            # servers before 1.16 know no collection metadata; the model goes unrecorded
-            log.warning("Qdrant refused collection metadata, creating %s without it: %s", name, e)
-            with self._io() as client:
-                client.create_collection(name, vectors_config=vectors)
+            # an older server has no such endpoint: this collection's recall stays dense
+            log.warning(
+                "Qdrant cannot add a BM25 vector to %s (older than 1.18?): %s", state.name, e
+            )
+            return state
+        return self._require(state.name)
 
     def _record_model(self, name: str, *, size: int, model: str) -> CollectionState:
         try:
             with self._io() as client:
-                client.update_collection(name, metadata=_metadata(model, size))
+                client.update_collection(name, metadata=model_metadata(model, size))
         except UnexpectedResponse as e:
-            if not _is_rejected_input(e):
+            if not is_rejected_input(e):
                 raise
             log.warning("Qdrant refused collection metadata, model of %s unrecorded: %s", name, e)
         state = self._require(name)
         if state.model is None:
             log.warning("Qdrant kept no collection metadata; model of %s unrecorded", name)
         # a worker configured with another model may have recorded its own at the same moment
-        _check_compatible(state, size=size, model=model)
+        check_compatible(state, size=size, model=model)
         return state
 
     def _ensure_indexes(self, state: CollectionState) -> None:
@@ -186,19 +233,30 @@ class Store(StoreBrowsing):
     # --- points ----------------------------------------------------------------------------
 
     def upsert(self, name: str, points: Sequence[PointToWrite]) -> None:
+        """Both vectors in the same request where the collection has BM25, the dense alone
+        elsewhere (st-qdrant-memory's points, older servers: the backfill adds the terms)."""
         for start in range(0, len(points), UPSERT_BATCH):
-            batch = [
-                models.PointStruct(id=p.id, vector=list(p.vector), payload=p.payload)
-                for p in points[start : start + UPSERT_BATCH]
-            ]
+            batch = points[start : start + UPSERT_BATCH]
             # one lock hold per batch, so a long import does not starve recall in local mode
             try:
-                with self._io() as client:
-                    client.upsert(name, batch, wait=True)
+                self._upsert_batch(name, batch, sparse=self.bm25.get(name, False))
             except (UnexpectedResponse, ValueError) as e:
-                if _is_missing(e, name):
+                if is_missing(e, name):
                     raise CollectionMissing(f"collection {name!r} does not exist") from e
-                raise
+                if not (self.bm25.get(name) and VECTOR_NAME in str(e)):
+                    raise
+                # made again without it (by st-qdrant-memory?): dense now, the vector next time
+                log.warning("collection %s lost its BM25 vector; writing dense only", name)
+                self.bm25.pop(name, None)
+                self._upsert_batch(name, batch, sparse=False)
+
+    def _upsert_batch(self, name: str, batch: Sequence[PointToWrite], *, sparse: bool) -> None:
+        structs = [
+            models.PointStruct(id=p.id, vector=point_vectors(p, sparse=sparse), payload=p.payload)
+            for p in batch
+        ]
+        with self._io() as client:
+            client.upsert(name, structs, wait=True)
 
     def query(
         self,
@@ -314,70 +372,17 @@ class Store(StoreBrowsing):
                     raise UpstreamUnavailable(f"Qdrant is unavailable: {e}") from e
                 raise
 
+    def read(self, name: str, call: Callable[[QdrantClient], T], *, missing: T) -> T:
+        """For the store's companions (shared/bm25_store.py): `call` with the client, under
+        the same lock and error mapping; `missing` when the collection does not exist."""
+        return self._read(name, call, missing=missing)
+
     def _read(self, name: str, call: Callable[[QdrantClient], T], *, missing: T) -> T:
         """`call` through `_io`; `missing` when the collection does not exist."""
         try:
             with self._io() as client:
                 return call(client)
         except (UnexpectedResponse, ValueError) as e:
-            if _is_missing(e, name):
+            if is_missing(e, name):
                 return missing
             raise
-
-
-def _metadata(model: str, size: int) -> dict[str, Any]:
-    return {METADATA_KEY: {"embedding_model": model, "dimensions": size}}
-
-
-def _state(name: str, info: models.CollectionInfo) -> CollectionState:
-    vectors = info.config.params.vectors
-    single = isinstance(vectors, models.VectorParams)
-    ours = (info.config.metadata or {}).get(METADATA_KEY)
-    model = ours.get("embedding_model") if isinstance(ours, dict) else None
-    return CollectionState(
-        name=name,
-        size=vectors.size if single else None,
-        points_count=info.points_count or 0,
-        model=model if isinstance(model, str) else None,
-        vector_names=() if single else tuple(vectors or {}),
-        indexed_fields=frozenset(info.payload_schema or {}),
-    )
-
-
-def _check_compatible(state: CollectionState, *, size: int, model: str) -> None:
-    if state.size is None:
-        names = ", ".join(state.vector_names) or "none"
-        raise DimensionMismatch(
-            f"Qdrant collection {state.name} has named vectors ({names}), not one unnamed "
-            f"vector of size {size}; st-qdrant-memory cannot read it"
-        )
-    if state.size != size:
-        raise DimensionMismatch(
-            f"Qdrant collection {state.name} holds vectors of size {state.size}, "
-            f"the embedding model gives {size}"
-        )
-    if state.model is not None and state.model != model:
-        raise ModelMismatch(
-            f"Qdrant collection {state.name} was written with embedding model {state.model}, "
-            f"configured is {model}"
-        )
-
-
-def _is_missing(error: Exception, name: str) -> bool:
-    # the server answers 404; local mode raises ValueError("Collection <name> not found")
-    if isinstance(error, UnexpectedResponse):
-        return error.status_code == 404
-    return f"Collection {name} not found" in str(error)
-
-
-def _is_conflict(error: Exception) -> bool:
-    # the server answers 409 (older ones 400 "already exists"); local mode raises ValueError
-    if isinstance(error, UnexpectedResponse):
-        return error.status_code == 409 or (
-            error.status_code == 400 and b"already exists" in error.content
-        )
-    return "already exists" in str(error)
-
-
-def _is_rejected_input(error: UnexpectedResponse) -> bool:
-    return error.status_code in (400, 422)

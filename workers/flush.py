@@ -17,6 +17,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from shared.agents import AgentConfig, Agents
 from shared.backoff import compute_backoff
+from shared.bm25 import document_terms
 from shared.buffers import Buffers, Claim, Commit, ConversationState
 from shared.embedder import Embedder
 from shared.errors import (
@@ -181,7 +182,9 @@ def _attach_vectors(work: list[_Work], vectors: Sequence[list[float] | InputReje
                 continue
             payload = chunk_payload(write.messages, item.context)
             pid = point_id(item.collection, item.context.source, write.messages[0].id)
-            item.points.append(PointToWrite(id=pid, vector=vector, payload=payload))
+            # BM25 terms next to the dense vector, in the same upsert (shared/bm25.py)
+            terms = document_terms(payload["text"], item.agent.language)
+            item.points.append(PointToWrite(id=pid, vector=vector, payload=payload, terms=terms))
 
 
 def _ready_for_writes(deps: FlushDeps, work: list[_Work], report: FlushReport) -> list[_Work]:

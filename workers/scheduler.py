@@ -10,8 +10,9 @@ from collections.abc import Callable
 from celery import Celery
 
 from shared.buffers import Buffers, Claim
-from shared.contracts import FLUSH_TASK, REPLAY_TASK, FlushTask
+from shared.contracts import BACKFILL_TASK, FLUSH_TASK, REPLAY_TASK, FlushTask
 from shared.dead_letters import DeadLetters
+from shared.keys import BACKFILL_QUEUED
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -20,6 +21,9 @@ Send = Callable[[FlushTask], None]
 SendReplay = Callable[[], None]
 
 REPLAY_EVERY_SECONDS = 1.0
+# The BM25 backfill (workers/backfill.py) finds st-qdrant-memory's new points within this.
+BACKFILL_EVERY_SECONDS = 5.0
+BACKFILL_QUEUED_SECONDS = 60  # a lost task (worker killed) stops blocking the next after this
 
 
 class Scheduler:
@@ -38,12 +42,17 @@ class Scheduler:
         batch: int,
         per_tick: int = 512,
         send_replay: SendReplay | None = None,
+        send_backfill: SendReplay | None = None,
+        backfill_every: float = BACKFILL_EVERY_SECONDS,
     ) -> None:
         self.buffers = buffers
         self.send = send
         self.send_replay = send_replay
         self._dead = DeadLetters(buffers.redis)
         self._last_replay = 0.0
+        self.send_backfill = send_backfill
+        self.backfill_every = backfill_every
+        self._last_backfill = 0.0
         self.interval = interval
         self.batch = batch
         self.per_tick = per_tick
@@ -55,7 +64,18 @@ class Scheduler:
         for start in range(0, len(claims), self.batch):
             self.send(_task(claims[start : start + self.batch]))
         self._maybe_replay()
+        self._maybe_backfill()
         return len(claims)
+
+    def _maybe_backfill(self) -> None:
+        """One backfill task now and then; it does a few seconds of work and stops."""
+        now = time.monotonic()
+        if self.send_backfill is None or now - self._last_backfill < self.backfill_every:
+            return
+        self._last_backfill = now
+        # one waiting at a time: busy workers must not find a pile of them afterwards
+        if self.buffers.redis.set(BACKFILL_QUEUED, 1, nx=True, ex=BACKFILL_QUEUED_SECONDS):
+            self.send_backfill()
 
     def _maybe_replay(self) -> None:
         """Dead letters queued for replay get a task now and then, never a flood of them."""
@@ -95,9 +115,9 @@ def celery_sender(app: Celery) -> Send:
     return send
 
 
-def celery_replay_sender(app: Celery) -> SendReplay:
+def celery_replay_sender(app: Celery, task: str = REPLAY_TASK) -> SendReplay:
     def send() -> None:
-        app.send_task(REPLAY_TASK)
+        app.send_task(task)
 
     return send
 
@@ -110,4 +130,6 @@ def celery_scheduler(buffers: Buffers, app: Celery, settings: Settings) -> Sched
         interval=settings.scheduler_interval_seconds,
         batch=settings.flush_batch_conversations,
         send_replay=celery_replay_sender(app),
+        send_backfill=celery_replay_sender(app, BACKFILL_TASK),
+        backfill_every=settings.backfill_interval_seconds,
     )

@@ -9,8 +9,10 @@ from celery import Celery, Task
 
 from shared import log_context
 from shared.buffers import Claim
-from shared.contracts import FLUSH_TASK, REPLAY_TASK, FlushTask
+from shared.contracts import BACKFILL_TASK, FLUSH_TASK, REPLAY_TASK, FlushTask
 from shared.dead_letters import DeadLetters
+from shared.keys import BACKFILL_QUEUED, NAMES
+from workers.backfill import agents_to_backfill, backfill
 from workers.flush import flush
 from workers.metrics import watched_flush
 from workers.replay import replay
@@ -45,3 +47,23 @@ def register_tasks(app: Celery, context: WorkerContext) -> None:
                 lease=context.settings.task_time_limit,
             )
         return {"stored": report.stored, "refused": report.refused, "dropped": report.dropped}
+
+    @app.task(name=BACKFILL_TASK, ignore_result=True, shared=False)
+    def backfill_bm25() -> dict:
+        deps = context.deps()
+        client = deps.buffers.redis
+        client.delete(BACKFILL_QUEUED)  # the scheduler may queue the next one
+        seen = [_text(name) for name in client.hvals(NAMES)]
+        report = backfill(
+            agents_to_backfill(deps.agents, seen),
+            store=deps.store,
+            collections=deps.collections,
+            client=client,
+        )
+        if report.points:
+            log.info("BM25 backfill: %d points in %s", report.points, report.collections)
+        return {"points": report.points, "finished": report.finished}
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.deletes import DeleteScope, delete
 from api.deps import AgentDep, RuntimeDep
+from api.health import lexical_state
 from api.known_ids import known_ids
 from api.schemas import (
     AGENT_ACCESS,
@@ -89,6 +90,13 @@ class StatsResponse(BaseModel):
     conversations: int
     buffered_messages: int
     last_write: int | None = Field(description="Unix ms of the last chunk written.")
+    recall: Literal["hybrid", "dense"] | None = Field(
+        None, description="How /retrieve recalls this agent now (dense where BM25 is missing)."
+    )
+    bm25: bool | None = Field(None, description="Whether the collection has BM25 terms.")
+    points_without_bm25: int | None = Field(
+        None, description="Points the background backfill has not given BM25 terms yet."
+    )
     quarantined: list[QuarantinedConversation] = Field(
         default_factory=list,
         description="Its conversations set aside by a failure retrying cannot fix, with why.",
@@ -111,8 +119,14 @@ def _stats(runtime: Runtime, agent: AgentConfig) -> StatsResponse:
         conversations=len(conversations),
         buffered_messages=runtime.buffers.buffered_messages(conversations),
         last_write=int(last) if last else None,
+        **_lexical(runtime, agent),
         quarantined=quarantined,
     )
+
+
+def _lexical(runtime: Runtime, agent: AgentConfig) -> dict[str, Any]:
+    state = runtime.store.collection(agent.collection_name)
+    return {} if state is None else lexical_state(runtime, agent.name, state)
 
 
 @router.get("/stats", response_model=StatsResponse, responses=AGENT_ACCESS)

@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import RuntimeDep, agent_for
-from api.recall import QueryCache, Recall, RecallRequest, recall
+from api.recall import Recall, RecallRequest, recall
 from api.schemas import AGENT_ACCESS, Hit, RetrieveRequest, RetrieveResponse, error_docs
 from shared import log_context
 from shared.agents import AgentConfig
@@ -46,7 +46,7 @@ def _check_query(body: RetrieveRequest, settings: Settings) -> None:
         )  # fmt: skip
 
 
-def _request(body: RetrieveRequest) -> RecallRequest:
+def _request(body: RetrieveRequest, agent: AgentConfig) -> RecallRequest:
     # An id that cannot be stored is in no chunk, so excluding it changes nothing.
     excluded = (i for i in body.exclude_message_ids if message_id_problem(i) is None)
     return RecallRequest(
@@ -61,6 +61,11 @@ def _request(body: RetrieveRequest) -> RecallRequest:
             since=body.since,
             until=body.until,
         ),
+        mode=body.recall or agent.recall,
+        fusion=body.fusion or agent.fusion,
+        lexical_threshold=(
+            agent.lexical_threshold if body.lexical_threshold is None else body.lexical_threshold
+        ),
     )
 
 
@@ -72,27 +77,37 @@ async def retrieve(
     _check_query(body, runtime.settings)
     agent = agent_for(body.bot, runtime, request)
     log_context.set_field("agent", agent.name)
-    wanted = _request(body)
+    wanted = _request(body, agent)
     if not wanted.query_text:
         return RetrieveResponse(hits=[], formatted="")
     meters, started = request.app.state.meters, time.perf_counter()
     try:
-        found = await _recall(agent, wanted, runtime, request.app.state.query_cache)
+        found = await _recall(agent, wanted, runtime, request)
     except MemoryPoolError as exc:
         if meters is not None:
             meters.retrieved(agent.name, OUTCOMES.get(exc.code, "error"), started)
         raise
     if meters is not None:
         meters.retrieved(agent.name, "hits" if found.hits else "empty", started, len(found.hits))
-    hits = [Hit(id=h.id, score=h.score, payload=dict(h.payload)) for h in found.hits]
+    hits = [
+        Hit(id=h.id, score=h.score, payload=dict(h.payload), fused_score=h.fused_score)
+        for h in found.hits
+    ]
     return RetrieveResponse(hits=hits, formatted=found.formatted)
 
 
 async def _recall(
-    agent: AgentConfig, wanted: RecallRequest, runtime: Runtime, cache: QueryCache
+    agent: AgentConfig, wanted: RecallRequest, runtime: Runtime, request: Request
 ) -> Recall:
     budget = runtime.settings.recall_timeout_seconds
-    work = run_in_threadpool(recall, agent, wanted, store=runtime.store, cache=cache)
+    work = run_in_threadpool(
+        recall,
+        agent,
+        wanted,
+        store=runtime.store,
+        cache=request.app.state.query_cache,
+        lexical=request.app.state.lexical,
+    )
     try:
         return await asyncio.wait_for(work, timeout=budget)
     except TimeoutError as exc:

@@ -41,6 +41,7 @@ def test_health_counts_agents_once_whatever_their_spelling(runtime: Runtime) -> 
     assert report["agents"]["Mythos"] == {
         "collection": "mem_mythos", "exists": False, "vector_size": None, "points": None,
         "model": None, "model_matches": None, "blocked": None, "quarantined": 0,
+        "recall": None, "bm25": None, "points_without_bm25": None,
     }  # fmt: skip
     assert report["embedding"] == {
         "ok": True, "provider": "openai", "model": "text-embedding-3-small", "dimensions": 128,

@@ -44,19 +44,21 @@ PICNIC_CHUNKS: dict[str, tuple[str, str | None, str | None, str | None, int]] = 
 # --------------------------------------------------------------------------- fixtures
 
 
-def _agents() -> Agents:
+def _agents(recall: str) -> Agents:
     return Agents(
         [
-            AgentConfig(name=name, self_speaker="Mythos", legacy_user_label="Alex")
+            AgentConfig(name=name, self_speaker="Mythos", legacy_user_label="Alex", recall=recall)
             for name in ("mythos", "places", "crowd", "tavern", "bells", "twins")
         ]
-        + [AgentConfig(name="polaris", self_speaker="Polaris")],
+        + [AgentConfig(name="polaris", self_speaker="Polaris", recall=recall)],
         accept_unlisted=False,
     )
 
 
-@pytest.fixture(scope="module")
+# Every rule of recall holds the same with the legs fused (hybrid, the default) and dense alone.
+@pytest.fixture(scope="module", params=["hybrid", "dense"])
 def stack(
+    request: pytest.FixtureRequest,
     redis_server: RedisServer,
     embedding_server: EmbeddingServer,
     tmp_path_factory: pytest.TempPathFactory,
@@ -68,7 +70,7 @@ def stack(
     settings = stack_settings(
         redis_server.url, embedding_server.url, tmp_path_factory.mktemp("retrieve")
     )
-    with running_stack(settings, _agents()) as running:
+    with running_stack(settings, _agents(request.param)) as running:
         yield running
 
 
@@ -144,9 +146,14 @@ def retrieve(stack: Stack, **body: Any) -> dict[str, Any]:
     answer = response.json()
     assert set(answer) == {"hits", "formatted"}
     for hit in answer["hits"]:
-        assert set(hit) == {"id", "score", "payload"}
-    scores = [hit["score"] for hit in answer["hits"]]
+        assert set(hit) == {"id", "score", "payload", "fused_score"}
+    hybrid = stack.runtime.agents.get(body["bot"]).recall == "hybrid"
+    # hybrid hits come in fused order, each with its dense cosine as `score`; dense ones by score
+    order = "fused_score" if hybrid else "score"
+    scores = [hit[order] for hit in answer["hits"]]
     assert scores == sorted(scores, reverse=True)
+    fused = [hit["fused_score"] is not None for hit in answer["hits"]]
+    assert all(fused) if hybrid else not any(fused)
     return answer
 
 
@@ -582,7 +589,7 @@ def test_recall_timeout_is_503_quickly(
     settings = stack_settings(
         redis_server.url, embeddings.url, tmp_path, MEMORY_POOL_RECALL_TIMEOUT=0.5
     )
-    runtime = Runtime.build(settings, agents=_agents())
+    runtime = Runtime.build(settings, agents=_agents("hybrid"))
     try:
         with TestClient(create_app(settings, runtime=runtime)) as client:
             embeddings.hang_next(2.0)
@@ -626,8 +633,13 @@ def test_openapi_documents_retrieve(stack: Stack) -> None:
         "guild_id",
         "since",
         "until",
+        "recall",
+        "fusion",
+        "lexical_threshold",
     }
     assert sorted(request["required"]) == ["bot", "query_text"]
+    # the lexical-only rule is documented where a client reads the threshold
+    assert "lexical_threshold" in request["properties"]["score_threshold"]["description"]
     assert request["properties"]["limit"]["default"] == 5
     assert request["properties"]["score_threshold"]["default"] == 0.3
     ok = operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]

@@ -128,6 +128,16 @@ def test_no_file_accepts_any_agent_by_name() -> None:
             r"i\.yaml: agents\[0\]: Input should be a valid dictionary",
         ),
         (
+            "k.yaml",
+            "agents:\n  - name: x\n    recall: lexical\n",
+            r"k\.yaml: agents\[0\]\.recall: Input should be 'hybrid' or 'dense'",
+        ),
+        (
+            "l.yaml",
+            "defaults:\n  lexical_threshold: -1\n",
+            r"l\.yaml: defaults\.lexical_threshold: Input should be greater than or equal to 0",
+        ),
+        (
             "j.yaml",
             "defaults:\n  chunk_min_messages: 0\n",
             r"j\.yaml: defaults\.chunk_min_messages: Input should be greater than or equal to 1",
@@ -154,3 +164,21 @@ def test_two_agents_reaching_one_collection_are_refused(tmp_path: Path) -> None:
         ConfigError, match=r"agents\[1\].*both resolve to the collection 'mem_dr_smith'"
     ):
         load_agents(path)
+
+
+def test_recall_settings_per_agent_and_from_defaults(tmp_path: Path) -> None:
+    text = (
+        "accept_unlisted_agents: true\n"
+        "defaults:\n  recall: dense\n  language: german\n  lexical_threshold: 3.5\n"
+        "agents:\n  - name: a\n    recall: hybrid\n    fusion: rrf\n    language: klingon\n"
+    )
+    agents = load_agents(write(tmp_path, "r.yaml", text))
+    listed = agents.get("a")
+    assert (listed.recall, listed.fusion, listed.language) == ("hybrid", "rrf", "klingon")
+    assert listed.lexical_threshold == 3.5
+    unlisted = agents.get("b")
+    assert (unlisted.recall, unlisted.fusion, unlisted.language) == ("dense", "dbsf", "german")
+    plain = load_agents(write(tmp_path, "p.yaml", "agents:\n  - name: c\n")).get("c")
+    assert (plain.recall, plain.fusion, plain.language, plain.lexical_threshold) == (
+        "hybrid", "dbsf", "english", 5.0,
+    )  # fmt: skip

@@ -107,8 +107,11 @@ def test_ensure_creates_an_unnamed_cosine_collection_and_records_the_model(
     info = client.get_collection(NAME)
     assert info.config.params.vectors == models.VectorParams(size=DIM, distance="Cosine")
     assert info.config.metadata == {"memory_pool": {"embedding_model": MODEL, "dimensions": DIM}}
+    # BM25 beside it, as a named sparse vector with Qdrant's IDF
+    sparse = info.config.params.sparse_vectors or {}
+    assert list(sparse) == ["bm25"] and sparse["bm25"].modifier == models.Modifier.IDF
     assert store.collection(NAME) == CollectionState(
-        name=NAME, size=DIM, points_count=0, model=MODEL
+        name=NAME, size=DIM, points_count=0, model=MODEL, sparse_names=("bm25",)
     )
     store.ensure_collection(NAME, size=DIM, model=MODEL)  # again: nothing to do, no error
 

@@ -446,7 +446,23 @@ def clear_payload(b: Backend, call: Call) -> Any:
 
 def update_vectors(b: Backend, call: Call) -> Any:
     body: models.UpdateVectors = parse(models.UpdateVectors, call.body)
-    return b.client.update_vectors(call.collection, body.points, update_filter=body.update_filter)
+    try:
+        return b.client.update_vectors(
+            call.collection, body.points, update_filter=body.update_filter
+        )
+    except KeyError as exc:
+        # local mode writes every point it holds, then names the first missing one; the
+        # server answers that with a 404 (the point is never created)
+        raise ApiError(404, f"Not found: No point with id {exc.args[0]} found") from exc
+
+
+def create_vector_name(b: Backend, call: Call) -> Any:
+    config = parse(models.VectorNameConfig, call.body)
+    return b.client.create_vector_name(call.collection, call.path["vector_name"], config)
+
+
+def delete_vector_name(b: Backend, call: Call) -> Any:
+    return b.client.delete_vector_name(call.collection, call.path["vector_name"])
 
 
 def delete_vectors(b: Backend, call: Call) -> Any:
@@ -470,6 +486,8 @@ ENDPOINTS = (
     Endpoint("PUT", COLLECTION, create_collection, needs_collection=False),
     Endpoint("PATCH", COLLECTION, update_collection),
     Endpoint("DELETE", COLLECTION, delete_collection, needs_collection=False),
+    Endpoint("PUT", COLLECTION + "/vectors/{vector_name}", create_vector_name),
+    Endpoint("DELETE", COLLECTION + "/vectors/{vector_name}", delete_vector_name),
     Endpoint("PUT", COLLECTION + "/index", create_index),
     Endpoint("DELETE", COLLECTION + "/index/{field_name}", delete_index),
     Endpoint("POST", COLLECTION + "/facet", facet),
@@ -499,9 +517,28 @@ def error_response(error: ApiError, started: float) -> JSONResponse:
     return JSONResponse(content, status_code=error.status_code)
 
 
-def route(backend: Backend, endpoint: Endpoint, faults: UpsertFaults) -> Route:
+@dataclass
+class Version:
+    """Which server the test server plays: `before_1_18` has no endpoint to add a vector name
+    to an existing collection (sparse vectors with IDF exist since 1.10, so creating a
+    collection with one still works). Switchable while running."""
+
+    before_1_18: bool = False
+
+
+NEW_IN_1_18 = ("create_vector_name", "delete_vector_name")
+
+
+def route(
+    backend: Backend, endpoint: Endpoint, faults: UpsertFaults, version: Version | None = None
+) -> Route:
+    version = version or Version()
+
     async def handle(request: Request) -> Response:
         started = time.perf_counter()
+        if version.before_1_18 and endpoint.handler.__name__ in NEW_IN_1_18:
+            # an unknown route: actix answers 404 with an empty body
+            return Response(status_code=404)
         call = Call(dict(request.path_params), dict(request.query_params), await request.body())
         client = (request.client.host, request.client.port) if request.client else None
         hang = faults.take(client) if endpoint.handler is upsert else None
@@ -536,11 +573,13 @@ async def health(request: Request) -> Response:
     return PlainTextResponse("healthz check passed")
 
 
-def build_app(backend: Backend, faults: UpsertFaults | None = None) -> Starlette:
+def build_app(
+    backend: Backend, faults: UpsertFaults | None = None, version: Version | None = None
+) -> Starlette:
     faults = faults or UpsertFaults()
     routes = [Route("/", root, methods=["GET"])]
     routes += [Route(p, health, methods=["GET"]) for p in ("/healthz", "/readyz", "/livez")]
-    routes += [route(backend, endpoint, faults) for endpoint in ENDPOINTS]
+    routes += [route(backend, endpoint, faults, version) for endpoint in ENDPOINTS]
     return Starlette(routes=routes)
 
 
@@ -560,8 +599,11 @@ def bind(port: int) -> socket.socket:
 class QdrantTestServer:
     """A Qdrant REST server for tests; stop/start keeps the port and (with a path) the data."""
 
-    def __init__(self, path: str | Path | None = None, port: int = 0) -> None:
+    def __init__(
+        self, path: str | Path | None = None, port: int = 0, *, before_1_18: bool = False
+    ) -> None:
         self.path = Path(path) if path is not None else None
+        self.version = Version(before_1_18=before_1_18)
         self.port = port
         self._backend: Backend | None = None
         self._server: uvicorn.Server | None = None
@@ -589,7 +631,7 @@ class QdrantTestServer:
             sock.close()
             raise
         config = uvicorn.Config(
-            build_app(self._backend, self.faults),
+            build_app(self._backend, self.faults, self.version),
             log_level="warning",
             access_log=False,
             ws="none",  # no websockets import, so none of its deprecation warnings

@@ -95,7 +95,14 @@ class World:
             return {}
         client = self.runtime.store._client
         found, _ = client.scroll(collection, limit=1000, with_payload=True, with_vectors=True)
-        return {str(p.id): (dict(p.payload or {}), list(p.vector)) for p in found}  # type: ignore[arg-type]
+        # the unnamed dense vector ("" beside the BM25 one); st-qdrant-memory reads only this
+        return {
+            str(p.id): (
+                dict(p.payload or {}),
+                list(p.vector[""] if isinstance(p.vector, dict) else p.vector),
+            )  # type: ignore[arg-type, index]
+            for p in found
+        }
 
     def buffered(self, conversation: str) -> list[str]:
         raw = self.redis.lrange(keys.buffer(conversation), 0, -1)

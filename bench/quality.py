@@ -1,0 +1,111 @@
+"""Recall quality, dense vs hybrid in the same run, as the Discord plugin asks (limit 5,
+threshold 0.3, its last 30 messages excluded): hit@5, full@5 and characters of context.
+
+Run: .venv/bin/python -m bench.quality
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import replace
+from typing import Any
+
+from qdrant_client import QdrantClient
+
+from api.hybrid_recall import LexicalCollections
+from api.recall import QueryCache, RecallRequest, recall
+from bench.quality_data import ConversationSet, build
+from bench.stats import table
+from shared.agents import AgentConfig
+from shared.bm25 import document_terms
+from shared.chunking import cut
+from shared.embedder import make_embedder
+from shared.format import ChunkContext, chunk_payload, chunk_text
+from shared.naming import point_id
+from shared.recall_query import RecallFilters
+from shared.recall_rules import message_ids_of
+from shared.settings import Settings
+from shared.store import PointToWrite, Store
+from tests.support.minilm import model_folder
+
+AGENT = AgentConfig(name="quality", self_speaker="Mythos")
+
+
+def load(data: ConversationSet) -> tuple[Store, QueryCache, int]:
+    settings = Settings(EMBEDDING_PROVIDER="local", EMBEDDING_MODEL_PATH=str(model_folder()))
+    embedder = make_embedder(settings)
+    store = Store(QdrantClient(":memory:"), local=True)
+    name = AGENT.collection_name
+    store.ensure_collection(name, size=embedder.dimensions(), model=embedder.model)
+    chunks = [
+        c
+        for s in data.sessions
+        for c in (*cut(s, AGENT.rules).closed, cut(s, AGENT.rules).open)
+        if c
+    ]
+    texts = [chunk_text(chunk) for chunk in chunks]
+    vectors = embedder.embed(texts)
+    context = ChunkContext("discord", channel_id="c1")
+    points = [
+        PointToWrite(
+            point_id(name, "discord", chunk[0].id),
+            list(v),
+            chunk_payload(chunk, context),
+            document_terms(text),
+        )
+        for chunk, text, v in zip(chunks, texts, vectors, strict=True)
+    ]
+    store.upsert(name, points)
+    return store, QueryCache(embedder), len(points)
+
+
+def score(data: ConversationSet, store: Store, cache: QueryCache, **mode: Any) -> dict[str, Any]:
+    lexical = LexicalCollections(store)
+    base = RecallRequest("", frozenset(data.recent_ids), 5, 0.3, RecallFilters())
+    rows: dict[str, list[tuple[bool, bool, int]]] = {}
+    for q in data.questions:
+        found = recall(AGENT, replace(base, query_text=q.text, **mode), store=store, cache=cache,
+                       lexical=lexical)  # fmt: skip
+        got = set().union(*(message_ids_of(h.payload) for h in found.hits)) if found.hits else set()
+        hit = bool(q.evidence & got)
+        rows.setdefault(q.kind, []).append((hit, q.evidence <= got, len(found.formatted)))
+        rows.setdefault("all", []).append((hit, q.evidence <= got, len(found.formatted)))
+    return {
+        kind: (sum(h for h, _, _ in r) / len(r), sum(f for _, f, _ in r) / len(r),
+               sum(c for _, _, c in r) / len(r), len(r))
+        for kind, r in rows.items()
+    }  # fmt: skip
+
+
+MODES: list[tuple[str, dict[str, Any]]] = [
+    ("dense", {"mode": "dense"}),
+    ("hybrid dbsf, lexical >= 5 (default)", {"mode": "hybrid"}),
+    ("hybrid dbsf, lexical >= 3", {"mode": "hybrid", "lexical_threshold": 3.0}),
+    ("hybrid dbsf, lexical >= 7", {"mode": "hybrid", "lexical_threshold": 7.0}),
+    ("hybrid dbsf, lexical >= 0", {"mode": "hybrid", "lexical_threshold": 0.0}),
+    ("hybrid rrf, lexical >= 5", {"mode": "hybrid", "fusion": "rrf"}),
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__).parse_args(argv)
+    data = build()
+    started = time.perf_counter()
+    store, cache, count = load(data)
+    took = time.perf_counter() - started
+    messages = sum(len(s) for s in data.sessions)
+    print(f"{messages} messages, {count} chunks, {len(data.questions)} questions ({took:.1f} s)")
+    out = []
+    for label, mode in MODES:
+        result = score(data, store, cache, **mode)
+        for kind in ("all", "shared words", "paraphrase"):
+            hit, full, chars, n = result[kind]
+            out.append([label, kind, n, f"{hit:.2f}", f"{full:.2f}", f"{chars:.0f}"])
+    print(table(["recall", "questions", "n", "hit@5", "full@5", "context chars"], out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

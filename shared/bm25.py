@@ -1,0 +1,88 @@
+"""BM25 term weights of a text (fastembed's `Qdrant/bm25`), offline, one encoder per language.
+
+Documents and queries go through the same tokenizer, stopwords and stemmer; only the weights
+differ (a document's term frequencies, a query's ones). IDF is Qdrant's (`modifier: idf`).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from fastembed.sparse.bm25 import Bm25, supported_languages
+from fastembed.sparse.sparse_embedding_base import SparseEmbedding
+
+# The named sparse vector beside st-qdrant-memory's unnamed dense one.
+VECTOR_NAME = "bm25"
+# Changing how terms are made (this version, or an agent's language) changes their hashes:
+# a collection recorded with other settings is backfilled again.
+ENCODING_VERSION = 1
+DEFAULT_LANGUAGE = "english"
+# The BM25 score (Qdrant's IDF x fastembed's term weight, summed over the query's terms) a
+# point needs to come from the lexical leg; measured on bench/quality (BENCHMARKS.md).
+DEFAULT_LEXICAL_THRESHOLD = 5.0
+# fastembed reads `<language>.txt` stopwords from the model folder; shipping the folder keeps it
+# from downloading the Qdrant/bm25 repository. Languages without a file get no stopwords
+# (Qdrant's IDF still weighs common words down).
+MODEL_FOLDER = Path(__file__).with_name("bm25_model")
+
+
+@dataclass(frozen=True, slots=True)
+class Terms:
+    """A sparse vector: term hashes and their weights, in the same order."""
+
+    indices: tuple[int, ...]
+    values: tuple[float, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.indices)
+
+
+def known_language(language: str) -> bool:
+    """Whether Snowball stems this language; any other is tokenized without stemming."""
+    return language.lower() in supported_languages
+
+
+def encoding_of(language: str) -> str:
+    """What a collection records: terms made by another encoding must be made again."""
+    stemmer = language.lower() if known_language(language) else "none"
+    return f"v{ENCODING_VERSION}:{stemmer}"
+
+
+_lock = threading.Lock()
+
+
+@lru_cache(maxsize=16)
+def _encoder(language: str) -> Bm25:
+    lang = language.lower()
+    if known_language(lang):
+        return Bm25("Qdrant/bm25", language=lang, specific_model_path=str(MODEL_FOLDER))
+    return Bm25("Qdrant/bm25", disable_stemmer=True, specific_model_path=str(MODEL_FOLDER))
+
+
+def encoder(language: str) -> Bm25:
+    with _lock:  # lru_cache may build one twice under threads; building is cheap but not free
+        return _encoder(language)
+
+
+def _terms(embedding: SparseEmbedding) -> Terms:
+    indices = tuple(int(i) for i in embedding.indices)
+    return Terms(indices, tuple(float(v) for v in embedding.values))
+
+
+def document_terms(text: str, language: str = DEFAULT_LANGUAGE) -> Terms:
+    """A chunk's BM25 term weights (term frequency, length-normalised)."""
+    (embedding,) = encoder(language).raw_embed([text])
+    return _terms(embedding)
+
+
+def documents_terms(texts: list[str], language: str = DEFAULT_LANGUAGE) -> list[Terms]:
+    return [_terms(embedding) for embedding in encoder(language).raw_embed(texts)]
+
+
+def query_terms(text: str, language: str = DEFAULT_LANGUAGE) -> Terms:
+    """A query's terms, each weighted 1: Qdrant's IDF times the document weight is BM25."""
+    (embedding,) = encoder(language).query_embed(text)
+    return _terms(embedding)

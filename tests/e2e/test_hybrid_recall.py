@@ -1,0 +1,265 @@
+"""Hybrid recall end to end, on local mode and on the Qdrant REST test server: a real worker
+writes both vectors, the scheduler's backfill gives st-qdrant-memory's points BM25 terms, and
+/retrieve fuses the legs under today's rules."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+
+from shared.agents import AgentConfig, Agents
+from tests.e2e.test_retrieve import BASE_TS, expected_block, message, st_chunk
+from tests.stack import Stack, running_stack, stack_settings
+from tests.support.embedding_server import EmbeddingServer, embed_text
+from tests.support.qdrant_server import QdrantTestServer
+from tests.support.redis_server import RedisServer
+
+NAME = "Zephyrine"
+# Words the filler chunks share with the question, so the dense leg ranks them first.
+TRIP = "the trip to the lake house last summer with the canoe and the campfire"
+QUESTION = f"what did {NAME} say about the trip to the lake house"
+
+
+def _agents() -> Agents:
+    return Agents(
+        [
+            AgentConfig(name="lake", self_speaker="Mythos"),
+            AgentConfig(name="lakedense", self_speaker="Mythos", recall="dense"),
+            AgentConfig(name="seraphina", self_speaker="Seraphina"),
+        ],
+        accept_unlisted=False,
+    )
+
+
+@pytest.fixture(scope="module", params=["local", "server"])
+def stack(
+    request: pytest.FixtureRequest,
+    redis_server: RedisServer,
+    embedding_server: EmbeddingServer,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Stack]:
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    client.close()
+    embedding_server.clear_faults()
+    extra: dict[str, Any] = {"MEMORY_POOL_BACKFILL_INTERVAL": 0.2}
+    with QdrantTestServer() as qdrant:
+        if request.param == "server":
+            extra["QDRANT_URL"] = qdrant.url
+        settings = stack_settings(
+            redis_server.url, embedding_server.url, tmp_path_factory.mktemp("hybrid"), **extra
+        )
+        with running_stack(settings, _agents()) as running:
+            yield running
+
+
+def retrieve(stack: Stack, **body: Any) -> dict[str, Any]:
+    response = stack.client.post("/retrieve", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _save_lake_chunks(stack: Stack, bot: str) -> None:
+    """40 chunks about the lake trip, and one that names Zephyrine and little else."""
+    messages = []
+    for n in range(40):
+        ts = BASE_TS + n * 60_000
+        messages.append(
+            message(f"{bot}{n}-1", f"remember {TRIP}, evening {n}", ts, conversation=f"c{n}")
+        )
+        messages.append(
+            message(
+                f"{bot}{n}-2", f"yes {TRIP} again {n}", ts + 1, self_=True, conversation=f"c{n}"
+            )
+        )
+    ts = BASE_TS + 99 * 60_000
+    messages.append(message(f"{bot}z-1", f"{NAME} brought her violin", ts, conversation="cz"))
+    messages.append(
+        message(f"{bot}z-2", f"{NAME} played it beautifully", ts + 1, self_=True, conversation="cz")
+    )
+    assert stack.save({"bot": bot, "messages": messages})["accepted"] == 82
+    stack.flush(bot)
+
+
+def test_a_name_the_dense_leg_ranks_low_is_in_the_top_five(stack: Stack) -> None:
+    _save_lake_chunks(stack, "lake")
+    _save_lake_chunks(stack, "lakedense")
+    # The Discord plugin's body: no threshold, no limit (0.3 and 5).
+    dense = retrieve(stack, bot="lakedense", query_text=QUESTION)
+    assert len(dense["hits"]) == 5
+    assert all(NAME not in hit["payload"]["text"] for hit in dense["hits"])
+
+    hybrid = retrieve(stack, bot="lake", query_text=QUESTION)
+    assert len(hybrid["hits"]) == 5
+    named = [hit for hit in hybrid["hits"] if NAME in hit["payload"]["text"]]
+    assert len(named) == 1
+    # it came from the lexical leg: the dense one admits nothing below the 0.3 threshold
+    assert named[0]["score"] < 0.3 <= min(h["score"] for h in hybrid["hits"] if h is not named[0])
+    # `score` is the dense cosine, as st-qdrant-memory prints it; the block byte for byte
+    assert hybrid["formatted"] == expected_block(hybrid["hits"], "User")
+    cosine = dict((h["id"], h["score"]) for h in retrieve(
+        stack, bot="lake", query_text=QUESTION, recall="dense", limit=100, score_threshold=-1
+    )["hits"])  # fmt: skip
+    for hit in hybrid["hits"]:
+        assert hit["score"] == pytest.approx(cosine[hit["id"]], abs=1e-6)
+
+    # per request: dense on a hybrid agent ranks as the dense agent does
+    as_dense = retrieve(stack, bot="lake", query_text=QUESTION, recall="dense")
+    assert all(h["fused_score"] is None for h in as_dense["hits"])
+    assert [h["payload"]["text"] for h in as_dense["hits"]] == [
+        h["payload"]["text"] for h in dense["hits"]
+    ]
+    strict = retrieve(stack, bot="lake", query_text=QUESTION, lexical_threshold=1000)
+    assert all(NAME not in hit["payload"]["text"] for hit in strict["hits"])
+    rrf = retrieve(stack, bot="lake", query_text=QUESTION, fusion="rrf")
+    assert any(NAME in hit["payload"]["text"] for hit in rrf["hits"])
+
+
+def test_exclusions_filters_and_fill_hold_with_fusion(stack: Stack) -> None:
+    hybrid = retrieve(stack, bot="lake", query_text=QUESTION, limit=10)
+    named = next(hit for hit in hybrid["hits"] if NAME in hit["payload"]["text"])
+    # excluded by one of its message ids: gone, and the limit is filled from the rest
+    one_id = named["payload"]["messageIds"].split(",")[1]
+    answer = retrieve(stack, bot="lake", query_text=QUESTION, exclude_message_ids=[one_id])
+    assert len(answer["hits"]) == 5
+    assert all(NAME not in hit["payload"]["text"] for hit in answer["hits"])
+    # exclude the top 30 chunks: the fill goes past the first prefetch
+    top = retrieve(stack, bot="lake", query_text=QUESTION, limit=30)["hits"]
+    excluded = [hit["payload"]["messageIds"].split(",")[0] for hit in top]
+    rest = retrieve(stack, bot="lake", query_text=QUESTION, exclude_message_ids=excluded)
+    assert len(rest["hits"]) == 5
+    assert {h["id"] for h in rest["hits"]}.isdisjoint(h["id"] for h in top)
+    # a filter applies to both legs: the named chunk is in another conversation's channel
+    since = retrieve(stack, bot="lake", query_text=NAME, since=BASE_TS + 98 * 60_000)
+    assert [NAME in h["payload"]["text"] for h in since["hits"]] == [True]
+
+
+def _st_collection(stack: Stack, name: str) -> tuple[int, list[str]]:
+    """st-qdrant-memory's collection and points, written with its own REST requests."""
+    dims = stack.runtime.embedder.dimensions()
+    texts = [f"[2024-05-{n + 1:02d}]\nAlex: {TRIP} {n}\nSeraphina: lovely {n}" for n in range(40)]
+    texts.append("[2024-05-30]\nAlex: Bartholomew fixed the clock\nSeraphina: Bartholomew did")
+    ids = [str(uuid.uuid4()) for _ in texts]
+    points = [
+        {"id": pid, "vector": embed_text(text, dims),
+         "payload": {"text": text, **st_chunk([f"st{n}-a", f"st{n}-b"], BASE_TS + n)}}
+        for n, (pid, text) in enumerate(zip(ids, texts, strict=True))
+    ]  # fmt: skip
+    _st_requests(stack, name, dims, points)
+    return dims, ids
+
+
+def _st_requests(stack: Stack, name: str, dims: int, points: list[dict[str, Any]]) -> None:
+    if stack.settings.qdrant_url:
+        with httpx.Client(base_url=stack.settings.qdrant_url) as http:
+            if http.get(f"/collections/{name}").status_code == 404:
+                body = {"vectors": {"size": dims, "distance": "Cosine"}}
+                http.put(f"/collections/{name}", json=body).raise_for_status()
+            put = http.put(f"/collections/{name}/points", params={"wait": "true"},
+                           json={"points": points})  # fmt: skip
+            put.raise_for_status()
+        return
+    from qdrant_client import models
+
+    def write(client: Any) -> None:
+        if not client.collection_exists(name):
+            client.create_collection(name, models.VectorParams(size=dims, distance="Cosine"))
+        client.upsert(name, [models.PointStruct(**p) for p in points])
+
+    stack.runtime.store.read(name, write, missing=None)
+
+
+def _wait_backfilled(stack: Stack, bot: str, timeout: float = 20.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stats = stack.client.get(f"/agents/{bot}/stats").json()
+        if stats.get("bm25") and stats.get("points_without_bm25") == 0:
+            return stats
+        time.sleep(0.1)
+    raise AssertionError(f"the backfill did not finish: {stats}")
+
+
+def test_st_qdrant_memory_points_are_backfilled_then_found_lexically(stack: Stack) -> None:
+    name = "mem_seraphina"
+    dims, ids = _st_collection(stack, name)
+    stats = _wait_backfilled(stack, "seraphina")
+    assert stats["points"] == 41 and stats["recall"] == "hybrid"
+    # what st-qdrant-memory reads is unchanged: the unnamed vector's size, payloads as written
+    state = stack.runtime.store.collection(name)
+    assert state is not None and state.size == dims and state.has_bm25
+    assert sorted(pid for pid, _ in stack.runtime.store.scroll_payloads(name)) == sorted(ids)
+    # the lexical leg finds the one chunk naming Bartholomew
+    answer = retrieve(stack, bot="seraphina", query_text=f"Bartholomew and {TRIP}")
+    assert ids[-1] in [hit["id"] for hit in answer["hits"]]
+    assert answer["formatted"] == expected_block(answer["hits"], "User")
+    # st keeps writing dense-only points with new ids: accepted, and backfilled in turn
+    text = "[2024-06-01]\nAlex: Bartholomew again\nSeraphina: yes"
+    late = {"id": str(uuid.uuid4()), "vector": embed_text(text, dims),
+            "payload": {"text": text, **st_chunk(["late-a", "late-b"], BASE_TS)}}  # fmt: skip
+    _st_requests(stack, name, dims, [late])
+    assert _wait_backfilled(stack, "seraphina")["points"] == 42
+    # only the lexical leg can bring it: no cosine reaches 0.99
+    again = retrieve(
+        stack, bot="seraphina", query_text="Bartholomew", score_threshold=0.99, lexical_threshold=1
+    )
+    assert {late["id"], ids[-1]} == {hit["id"] for hit in again["hits"]}
+
+
+def test_a_collection_made_again_without_bm25_is_recalled_dense_then_gets_it_back(
+    stack: Stack,
+) -> None:
+    """st-qdrant-memory's "Delete All Memories" drops the collection; it makes it again with its
+    unnamed vector only. Recall must not fail meanwhile, and the backfill adds BM25 again."""
+    name = "mem_seraphina"
+    assert retrieve(stack, bot="seraphina", query_text="Bartholomew")["hits"]  # known: hybrid
+    stack.runtime.store.read(name, lambda client: client.delete_collection(name), missing=None)
+    dims, _ = _st_collection(stack, name)
+    # dense while the vector is missing (unless the backfill was quicker): never a 500
+    answer = retrieve(stack, bot="seraphina", query_text=f"Bartholomew and {TRIP}")
+    assert len(answer["hits"]) == 5
+    assert answer["formatted"] == expected_block(answer["hits"], "User")
+    stats = _wait_backfilled(stack, "seraphina")
+    assert stats["points"] == 41
+    state = stack.runtime.store.collection(name)
+    assert state is not None and state.has_bm25 and state.size == dims
+
+
+def test_an_older_server_stays_dense_reports_it_and_nothing_fails(
+    redis_server: RedisServer, embedding_server: EmbeddingServer, tmp_path: Path
+) -> None:
+    """A Qdrant before 1.18 cannot add the BM25 vector to st-qdrant-memory's collection:
+    memory-pool writes and recalls it dense only, and /health and stats say so."""
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    client.close()
+    with QdrantTestServer(before_1_18=True) as qdrant:
+        settings = stack_settings(
+            redis_server.url, embedding_server.url, tmp_path, QDRANT_URL=qdrant.url,
+            MEMORY_POOL_BACKFILL_INTERVAL=0.2,
+        )  # fmt: skip
+        with running_stack(settings, _agents()) as stack:
+            dims, _ = _st_collection(stack, "mem_seraphina")
+            body = {"bot": "seraphina", "messages": [
+                message("old-1", f"{TRIP} with Bartholomew", BASE_TS),
+                message("old-2", "yes, Bartholomew paddled", BASE_TS + 1, self_=True)]}  # fmt: skip
+            assert stack.save(body)["accepted"] == 2
+            stack.flush("seraphina")
+            time.sleep(0.5)  # a few backfill rounds: they find nothing they may do
+            stats = stack.client.get("/agents/seraphina/stats").json()
+            assert (stats["points"], stats["bm25"], stats["recall"]) == (42, False, "dense")
+            assert stats["points_without_bm25"] == 42
+            health = stack.client.get("/health").json()
+            assert health["status"] == "ok"
+            agent = health["agents"]["seraphina"]
+            assert (agent["bm25"], agent["recall"], agent["vector_size"]) == (False, "dense", dims)
+            answer = retrieve(stack, bot="seraphina", query_text=f"Bartholomew and {TRIP}")
+            assert len(answer["hits"]) == 5
+            assert all(hit["fused_score"] is None for hit in answer["hits"])
+            assert answer["formatted"] == expected_block(answer["hits"], "User")

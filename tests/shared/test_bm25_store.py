@@ -1,0 +1,247 @@
+"""The BM25 side of the store on both paths: conditional term writes that never resurrect a
+deleted point nor overwrite a flush's terms, the language re-backfill, and an older server."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from qdrant_client import QdrantClient, models
+
+from api.hybrid_recall import LexicalCollections
+from api.recall import QueryCache, RecallRequest, recall
+from shared import bm25_store, keys
+from shared.agents import AgentConfig
+from shared.bm25 import VECTOR_NAME, document_terms, encoding_of, query_terms
+from shared.hybrid_store import hybrid_possible
+from shared.recall_query import RecallFilters
+from shared.store import CollectionState, PointToWrite, Store
+from tests.support.qdrant_server import QdrantTestServer
+from tests.support.redis_server import RedisServer
+from workers.backfill import backfill
+from workers.collections import CollectionGuard
+
+NAME = "mem_lex"
+DIM = 8
+MODEL = "test-model"
+
+
+class FixedEmbedder:
+    model = MODEL
+
+    def dimensions(self) -> int:
+        return DIM
+
+
+def vec(i: int) -> list[float]:
+    return [1.0 if k == i % DIM else 0.1 for k in range(DIM)]
+
+
+def st_points(n: int) -> list[PointToWrite]:
+    """Points as st-qdrant-memory writes them: no terms."""
+    return [
+        PointToWrite(str(uuid.uuid4()), vec(i), {"text": f"Alex: word{i} and the river"})
+        for i in range(n)
+    ]
+
+
+@pytest.fixture(params=["local", "server"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "local":
+        s = Store(QdrantClient(":memory:"), local=True)
+        yield s
+        s.close()
+        return
+    with QdrantTestServer(tmp_path / "q") as server:
+        s = Store(
+            QdrantClient(url=server.url, prefer_grpc=False, timeout=5, check_compatibility=False),
+            local=False,
+        )
+        yield s
+        s.close()
+
+
+def st_collection(store: Store, n: int) -> list[PointToWrite]:
+    """st-qdrant-memory's collection: one unnamed vector, no metadata, then adopted by us."""
+    store.read(
+        NAME,
+        lambda c: c.create_collection(NAME, models.VectorParams(size=DIM, distance="Cosine")),
+        missing=None,
+    )
+    points = st_points(n)
+    store.upsert(NAME, points)
+    return points
+
+
+def terms_of(store: Store, pid: str) -> models.SparseVector | None:
+    (point,) = store.read(NAME, lambda c: c.retrieve(NAME, [pid], with_vectors=True), missing=[])
+    vectors = point.vector if isinstance(point.vector, dict) else {}
+    return vectors.get(VECTOR_NAME)
+
+
+def test_an_st_collection_gets_bm25_added_and_keeps_what_st_reads(store: Store) -> None:
+    points = st_collection(store, 3)
+    store.ensure_collection(NAME, size=DIM, model=MODEL)
+    state = store.collection(NAME)
+    assert state is not None and state.has_bm25 and state.size == DIM
+    info = store.read(NAME, lambda c: c.get_collection(NAME), missing=None)
+    assert info.config.params.vectors.size == DIM  # st reads this
+    assert bm25_store.lacking_terms(store, NAME) == 3
+    # st keeps upserting dense-only points: accepted
+    store.bm25.clear()
+    store.upsert(NAME, st_points(1))
+    assert store.count(NAME) == 4
+    assert all(terms_of(store, p.id) is None for p in points)
+
+
+def test_terms_never_resurrect_a_deleted_point_nor_overwrite_a_flush(store: Store) -> None:
+    points = st_collection(store, 4)
+    store.ensure_collection(NAME, size=DIM, model=MODEL)
+    page, _ = bm25_store.page_lacking_terms(store, NAME, limit=10)
+    assert sorted(pid for pid, _ in page) == sorted(p.id for p in points)
+    computed = [(pid, document_terms(text)) for pid, text in page]
+    # meanwhile: a delete of one point, and a flush rewriting another with its own terms
+    store.delete_points(NAME, [points[0].id])
+    rewritten = PointToWrite(points[1].id, vec(1), {"text": "Alex: zebra"}, document_terms("zebra"))
+    store.upsert(NAME, [rewritten])
+
+    bm25_store.write_missing_terms(store, NAME, computed)
+
+    assert store.count(NAME) == 3  # still deleted
+    flushed = terms_of(store, points[1].id)
+    assert flushed is not None and list(flushed.indices) == list(document_terms("zebra").indices)
+    for point in points[2:]:
+        assert terms_of(store, point.id) is not None
+    assert bm25_store.lacking_terms(store, NAME) == 0
+    # idempotent: again changes nothing
+    bm25_store.write_missing_terms(store, NAME, computed)
+    assert store.count(NAME) == 3
+
+
+def test_backfill_is_batched_resumable_and_redone_for_a_new_language(
+    store: Store, redis_server: RedisServer
+) -> None:
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    st_collection(store, 30)
+    guard = CollectionGuard(store, FixedEmbedder(), client)  # type: ignore[arg-type]
+    english = AgentConfig(name="lex")
+    # a budget of nothing: one batch at most, the rest next time (no cursor kept)
+    first = backfill([english], store=store, collections=guard, client=client,
+                     budget_seconds=0, batch=8)  # fmt: skip
+    assert first.points == 8 and not first.finished
+    assert bm25_store.lacking_terms(store, NAME) == 22
+    rest = backfill([english], store=store, collections=guard, client=client, batch=8)
+    assert rest.points == 22 and rest.finished
+    state = store.collection(NAME)
+    assert state is not None and state.bm25_encoding == encoding_of("english")
+    assert backfill([english], store=store, collections=guard, client=client).points == 0
+
+    french = AgentConfig(name="lex", language="french")
+    again = backfill([french], store=store, collections=guard, client=client)
+    assert again.dropped == [NAME] and again.points == 30
+    state = store.collection(NAME)
+    assert state is not None and state.bm25_encoding == encoding_of("french")
+    client.close()
+
+
+def test_an_older_server_stays_dense_and_says_so(tmp_path: Path, redis_server: RedisServer) -> None:
+    with QdrantTestServer(tmp_path / "q", before_1_18=True) as server:
+        store = Store(
+            QdrantClient(url=server.url, prefer_grpc=False, timeout=5, check_compatibility=False),
+            local=False,
+        )
+        client = redis.Redis.from_url(redis_server.url)
+        try:
+            points = st_collection(store, 3)
+            state = store.ensure_collection(NAME, size=DIM, model=MODEL)
+            assert not state.has_bm25 and store.bm25[NAME] is False
+            # our writes go on, dense only
+            store.upsert(NAME, [PointToWrite(str(uuid.uuid4()), vec(1), {"text": "x"},
+                                             document_terms("Alex: x y"))])  # fmt: skip
+            assert store.count(NAME) == 4
+            guard = CollectionGuard(store, FixedEmbedder(), client)  # type: ignore[arg-type]
+            report = backfill([AgentConfig(name="lex")], store=store, collections=guard,
+                              client=client)  # fmt: skip
+            assert report.points == 0 and terms_of(store, points[0].id) is None
+        finally:
+            store.close()
+            client.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [("Привет, мир! Бегущий", "russian"), ("東京で会いましょう 😀", "japanese"),
+     ("", "english"), ("the and of", "english"), ("Ünïcödé naïve café", "klingon")],
+)  # fmt: skip
+def test_any_text_and_language_gives_terms_without_a_download(text: str, language: str) -> None:
+    doc, query = document_terms(text, language), query_terms(text, language)
+    assert len(doc.indices) == len(doc.values) and set(query.indices) <= set(doc.indices)
+    # query and document share one tokenizer: the same text gives the same terms
+    assert set(doc.indices) == set(query.indices)
+
+
+@pytest.mark.parametrize(
+    ("sparse", "points", "local", "possible"),
+    [((), 10, False, False), (("bm25",), 10, False, True), (("bm25",), 20_000, True, True),
+     (("bm25",), 20_001, True, False), (("bm25",), 10**6, False, True)],
+)  # fmt: skip
+def test_hybrid_is_possible_with_terms_and_in_local_mode_only_up_to_a_size(
+    sparse: tuple[str, ...], points: int, local: bool, possible: bool
+) -> None:
+    state = CollectionState(NAME, DIM, points, MODEL, sparse_names=sparse)
+    assert hybrid_possible(state, local=local) is possible
+    assert hybrid_possible(None, local=local) is False
+
+
+def test_the_query_terms_are_cached_beside_the_embedding_per_language() -> None:
+    cache = QueryCache(FixedEmbedder())  # type: ignore[arg-type]
+    first = cache.terms("Where did Zephyrine run?", "english")
+    assert cache.terms("Where did Zephyrine run?", "english") is first
+    assert first == query_terms("Where did Zephyrine run?", "english")
+    other = cache.terms("Where did Zephyrine run?", "klingon")  # no stemming: "run" stays
+    assert (other is not first and set(other.indices) != set(first.indices)) or other == first
+
+
+def test_a_collection_that_lost_its_bm25_vector_is_recalled_dense(store: Store) -> None:
+    """The API believed (cached) the collection had BM25; it was made again without it."""
+    st_collection(store, 6)
+    lexical = LexicalCollections(store)
+    lexical._known[NAME] = True  # what it read before the collection was made again
+    request = RecallRequest("Alex word1 river", frozenset(), 5, -1.0, RecallFilters(), "hybrid")
+    found = recall(AgentConfig(name="lex"), request, store=store, cache=QueryCache(
+        VectorEmbedder()), lexical=lexical)  # type: ignore[arg-type]  # fmt: skip
+    assert len(found.hits) == 5 and all(hit.fused_score is None for hit in found.hits)
+    assert lexical.has_bm25(NAME) is False  # forgotten, read again
+
+
+class VectorEmbedder(FixedEmbedder):
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [vec(1) for _ in texts]
+
+
+def test_a_finished_collection_is_scanned_again_only_when_its_count_changes(
+    store: Store, redis_server: RedisServer
+) -> None:
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    points = st_collection(store, 5)
+    guard = CollectionGuard(store, FixedEmbedder(), client)  # type: ignore[arg-type]
+    agent = AgentConfig(name="lex")
+    assert backfill([agent], store=store, collections=guard, client=client).points == 5
+    assert client.get(keys.backfilled(NAME)) == b"5"
+    # st-qdrant-memory writes one more: the count changed, the next pass finds it
+    store.upsert(NAME, st_points(1))
+    assert backfill([agent], store=store, collections=guard, client=client).points == 1
+    # a delete and a write that keep the count are skipped until the marker expires
+    store.delete_points(NAME, [points[0].id])
+    store.upsert(NAME, st_points(1))
+    assert backfill([agent], store=store, collections=guard, client=client).points == 0
+    assert 0 < (client.ttl(keys.backfilled(NAME)) or 0) <= 600
+    client.delete(keys.backfilled(NAME))  # expired
+    assert backfill([agent], store=store, collections=guard, client=client).points == 1
+    assert bm25_store.lacking_terms(store, NAME) == 0
+    client.close()
