@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from celery import Celery, Task
 
-from shared import log_context
+from shared import log_context, metrics
 from shared.buffers import Claim
 from shared.contracts import BACKFILL_TASK, FLUSH_TASK, REPLAY_TASK, FlushTask
 from shared.dead_letters import DeadLetters
@@ -61,6 +61,7 @@ def register_tasks(app: Celery, context: WorkerContext) -> None:
             client=client,
         )
         if report.points:
+            metrics.record_backfill(report.points)
             log.info("BM25 backfill: %d points in %s", report.points, report.collections)
         return {"points": report.points, "finished": report.finished}
 

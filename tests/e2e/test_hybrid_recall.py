@@ -186,11 +186,21 @@ def _wait_backfilled(stack: Stack, bot: str, timeout: float = 20.0) -> dict[str,
     raise AssertionError(f"the backfill did not finish: {stats}")
 
 
+def _backfilled_total(stack: Stack) -> float:
+    """The backfill counter of /metrics (the stack's worker shares the API's process)."""
+    for line in stack.client.get("/metrics").text.splitlines():
+        if line.startswith("memory_pool_backfill_points_total "):
+            return float(line.split()[1])
+    raise AssertionError("no memory_pool_backfill_points_total in /metrics")
+
+
 def test_st_qdrant_memory_points_are_backfilled_then_found_lexically(stack: Stack) -> None:
     name = "mem_seraphina"
+    before = _backfilled_total(stack)
     dims, ids = _st_collection(stack, name)
     stats = _wait_backfilled(stack, "seraphina")
     assert stats["points"] == 41 and stats["recall"] == "hybrid"
+    assert _backfilled_total(stack) - before == 41
     # what st-qdrant-memory reads is unchanged: the unnamed vector's size, payloads as written
     state = stack.runtime.store.collection(name)
     assert state is not None and state.size == dims and state.has_bm25
