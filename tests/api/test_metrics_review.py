@@ -92,3 +92,22 @@ def test_an_unexpected_error_answer_and_its_log_line_carry_the_request_id(
     assert len(errors) == 1, errors
     assert errors[0]["request_id"] == "rid-500" and "an unforeseen bug" in errors[0]["exception"]
     assert value(samples, "memory_pool_http_requests_total", endpoint="/boom", status="500") == 1
+
+
+def test_a_json_line_stays_one_line_whatever_agent_name_it_carries(
+    runtime: Runtime, json_log: io.StringIO
+) -> None:
+    # Any agent name is accepted without an agents file, and the agent is a context field of
+    # the request's lines. U+2028/U+2029 (and U+0085) are line breaks to str.splitlines() and to
+    # many log viewers; json.dumps(ensure_ascii=False) wrote them raw, so a hostile name could
+    # end a line early and start a forged one. Fails on main 2987668.
+    forged = '{"level": "CRITICAL", "logger": "forged", "message": "forged", "x": "'
+    bot = f"Mythos\u2029\u2028{forged}"
+    body = {"bot": bot, "messages": [{"message_id": "a,b", "text": "hello there, friend"}]}
+    with TestClient(create_app(runtime.settings, runtime=runtime)) as client:
+        assert client.post("/save", json=body).status_code == 202  # refused one: a warning
+    text = json_log.getvalue()
+    lines = [json.loads(line) for line in text.splitlines() if line]
+    assert not any(line["logger"] == "forged" for line in lines)
+    warning = next(line for line in lines if line["logger"] == "api.routes.save")
+    assert warning["agent"] == bot  # escaped, not lost
