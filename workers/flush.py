@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from shared import log_context
 from shared.agents import AgentConfig, Agents
 from shared.backoff import compute_backoff
 from shared.buffers import Buffers, Claim, Commit, ConversationState
@@ -128,7 +129,8 @@ def _take_back(deps: FlushDeps, state: ConversationState, collection: str) -> bo
     try:
         deps.store.delete_points(collection, state.inflight)
     except UpstreamUnavailable as exc:
-        log.warning("taking back %s waits: %s", state.claim.conversation, exc)
+        with log_context.bound(agent=state.agent, conversation=state.claim.conversation):
+            log.warning("taking back %s waits: %s", state.claim.conversation, exc)
         deps.buffers.release(state.claim, retry_in=compute_backoff(1), failed=True)
         return False
     deps.buffers.settle(state.claim)
@@ -141,7 +143,8 @@ def _retry(deps: FlushDeps, work: _Work, error: MemoryPoolError, report: FlushRe
     retry_after = error.retry_after if isinstance(error, UpstreamUnavailable) else None
     attempts = int(work.state.meta.get("attempts", "0"))
     delay = compute_backoff(attempts, retry_after=retry_after)
-    log.warning("flush of %s waits %.1fs: %s", work.state.claim.conversation, delay, error)
+    with log_context.bound(agent=work.agent.name, conversation=work.state.claim.conversation):
+        log.warning("flush of %s waits %.1fs: %s", work.state.claim.conversation, delay, error)
     deps.buffers.release(work.state.claim, retry_in=delay, failed=True)
     report.retried += 1
 
