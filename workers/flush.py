@@ -104,10 +104,10 @@ def idle_seconds_of(agent: AgentConfig, meta: dict[str, str]) -> float:
     return IMPORT_IDLE_SECONDS if meta.get("noidle") == "1" else agent.idle_flush_seconds
 
 
-def _prepare(state: ConversationState, deps: FlushDeps) -> _Work | None:
+def _prepare(state: ConversationState, deps: FlushDeps, report: FlushReport) -> _Work | None:
     agent = deps.agents.get(state.agent)
     meta = state.meta
-    if state.inflight and not _take_back(deps, state, agent.collection_name):
+    if state.inflight and not _take_back(deps, state, agent.collection_name, report):
         return None
     quiet = time.time() - int(meta.get("last", "0")) / 1000
     plan = plan_flush(
@@ -122,7 +122,8 @@ def _prepare(state: ConversationState, deps: FlushDeps) -> _Work | None:
     return _Work(state, agent, plan)
 
 
-def _take_back(deps: FlushDeps, state: ConversationState, collection: str) -> bool:
+def _take_back(deps: FlushDeps, state: ConversationState, collection: str,
+               report: FlushReport) -> bool:  # fmt: skip
     """An earlier flush of this conversation wrote points and never committed (it died, or a
     delete overtook it): delete them before planning, since they may hold deleted messages.
     Whatever they held that still counts is in the buffer and is written again."""
@@ -132,6 +133,7 @@ def _take_back(deps: FlushDeps, state: ConversationState, collection: str) -> bo
         with log_context.bound(agent=state.agent, conversation=state.claim.conversation):
             log.warning("taking back %s waits: %s", state.claim.conversation, exc)
         deps.buffers.release(state.claim, retry_in=compute_backoff(1), failed=True)
+        report.retried += 1  # given back to retry: counted like any other
         return False
     deps.buffers.settle(state.claim)
     state.meta.pop("inflight", None)
@@ -271,7 +273,7 @@ def _commit(deps: FlushDeps, item: _Work, report: FlushReport) -> None:
         # Messages were deleted while this flush ran: what it wrote may hold them. It still
         # holds the lease, so nobody else writes these points while it takes them back.
         item.state.meta["inflight"] = json.dumps([point.id for point in item.points])
-        if _take_back(deps, item.state, item.collection):
+        if _take_back(deps, item.state, item.collection, report):
             deps.buffers.release(item.state.claim, retry_in=0, failed=False)
         return
     if outcome == 1:
@@ -306,7 +308,7 @@ def _start(claim: Claim, deps: FlushDeps, report: FlushReport) -> _Work | None:
     state = None
     try:
         state = deps.buffers.begin(claim)
-        return None if state is None else _prepare(state, deps)
+        return None if state is None else _prepare(state, deps, report)
     except Exception as exc:
         _isolated(deps, claim, state.meta if state else {}, exc, report)
         return None
