@@ -2,8 +2,9 @@
 
 A prefork worker's flushes run in child processes: prometheus-client's multiprocess mode keeps
 each child's values in files under PROMETHEUS_MULTIPROC_DIR, and the parent serves their sum.
-The folder must be fresh at each start (old files would add a previous run's counts), and it
-must be set before prometheus-client is imported, which this module does not do at import.
+The folder must be fresh at each start and the run's own (old or another worker's files would
+add their counts), and it must be set before prometheus-client is imported, which this module
+does not do at import.
 """
 
 from __future__ import annotations
@@ -19,18 +20,17 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
 def use_fresh_multiprocess_dir() -> Path:
-    """An empty folder for this run's value files: the one the environment names (emptied),
-    else a new temporary one; set in the environment, which forked children inherit."""
+    """An empty folder of this run's own for its value files: a new one inside the folder the
+    environment names (else in the temporary folder), removed at exit, and set in the
+    environment, which forked children inherit. Never the named folder itself: a second worker
+    on the host with the same setting would empty it under the first and serve its values."""
     if "shared.metrics" in sys.modules:
         raise RuntimeError("multiprocess mode must be chosen before any metric exists")
     given = os.environ.get(MULTIPROC_ENV)
     if given:
-        folder = Path(given)
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True, exist_ok=True)
-    else:
-        folder = Path(tempfile.mkdtemp(prefix="memory-pool-metrics-"))
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        Path(given).mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="memory-pool-metrics-", dir=given or None))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     os.environ[MULTIPROC_ENV] = str(folder)
     # prometheus-client picks its value class at import; it may be imported already.
     from prometheus_client import values

@@ -110,7 +110,7 @@ def _timed(operation: str, call: Callable[..., T]) -> Callable[..., T]:
             return call(*args, **kwargs)
         except Exception as exc:
             metrics.QDRANT_ERRORS.labels(operation, type(exc).__name__).inc()
-            if operation == "upsert":
+            if operation != "query":  # a flush's write or take-back: why it retries
                 missing = isinstance(exc, CollectionMissing)
                 _note("collection_missing" if missing else "qdrant_unavailable")
             raise
@@ -121,7 +121,8 @@ def _timed(operation: str, call: Callable[..., T]) -> Callable[..., T]:
 
 
 def instrument_store(store: Store) -> Store:
-    """Time and count upserts and queries; the store is otherwise unchanged."""
+    """Time and count upserts, queries and deletes (a flush taking back points it never
+    committed); the store is otherwise unchanged."""
     upsert = _timed("upsert", store.upsert)
 
     def counted_upsert(name: str, points: Sequence[PointToWrite]) -> None:
@@ -130,4 +131,5 @@ def instrument_store(store: Store) -> Store:
 
     store.upsert = counted_upsert  # type: ignore[method-assign]
     store.query = _timed("query", store.query)  # type: ignore[method-assign]
+    store.delete_points = _timed("delete", store.delete_points)  # type: ignore[method-assign]
     return store

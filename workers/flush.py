@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from celery.exceptions import SoftTimeLimitExceeded
 
+from shared import log_context
 from shared.agents import AgentConfig, Agents
 from shared.backoff import compute_backoff
 from shared.bm25 import document_terms
@@ -105,10 +106,10 @@ def idle_seconds_of(agent: AgentConfig, meta: dict[str, str]) -> float:
     return IMPORT_IDLE_SECONDS if meta.get("noidle") == "1" else agent.idle_flush_seconds
 
 
-def _prepare(state: ConversationState, deps: FlushDeps) -> _Work | None:
+def _prepare(state: ConversationState, deps: FlushDeps, report: FlushReport) -> _Work | None:
     agent = deps.agents.get(state.agent)
     meta = state.meta
-    if state.inflight and not _take_back(deps, state, agent.collection_name):
+    if state.inflight and not _take_back(deps, state, agent.collection_name, report):
         return None
     quiet = time.time() - int(meta.get("last", "0")) / 1000
     plan = plan_flush(
@@ -123,15 +124,18 @@ def _prepare(state: ConversationState, deps: FlushDeps) -> _Work | None:
     return _Work(state, agent, plan)
 
 
-def _take_back(deps: FlushDeps, state: ConversationState, collection: str) -> bool:
+def _take_back(deps: FlushDeps, state: ConversationState, collection: str,
+               report: FlushReport) -> bool:  # fmt: skip
     """An earlier flush of this conversation wrote points and never committed (it died, or a
     delete overtook it): delete them before planning, since they may hold deleted messages.
     Whatever they held that still counts is in the buffer and is written again."""
     try:
         deps.store.delete_points(collection, state.inflight)
     except UpstreamUnavailable as exc:
-        log.warning("taking back %s waits: %s", state.claim.conversation, exc)
+        with log_context.bound(agent=state.agent, conversation=state.claim.conversation):
+            log.warning("taking back %s waits: %s", state.claim.conversation, exc)
         deps.buffers.release(state.claim, retry_in=compute_backoff(1), failed=True)
+        report.retried += 1  # given back to retry: counted like any other
         return False
     deps.buffers.settle(state.claim)
     state.meta.pop("inflight", None)
@@ -147,7 +151,8 @@ def _retry(deps: FlushDeps, work: _Work, error: Exception, report: FlushReport) 
     retry_after = error.retry_after if isinstance(error, UpstreamUnavailable) else None
     attempts = int(work.state.meta.get("attempts", "0"))
     delay = compute_backoff(attempts, retry_after=retry_after)
-    log.warning("flush of %s waits %.1fs: %s", work.state.claim.conversation, delay, error)
+    with log_context.bound(agent=work.agent.name, conversation=work.state.claim.conversation):
+        log.warning("flush of %s waits %.1fs: %s", work.state.claim.conversation, delay, error)
     deps.buffers.release(work.state.claim, retry_in=delay, failed=True)
     report.retried += 1
 
@@ -276,7 +281,7 @@ def _commit(deps: FlushDeps, item: _Work, report: FlushReport) -> None:
         # Messages were deleted while this flush ran: what it wrote may hold them. It still
         # holds the lease, so nobody else writes these points while it takes them back.
         item.state.meta["inflight"] = json.dumps([point.id for point in item.points])
-        if _take_back(deps, item.state, item.collection):
+        if _take_back(deps, item.state, item.collection, report):
             deps.buffers.release(item.state.claim, retry_in=0, failed=False)
         return
     if outcome == 1:
@@ -317,7 +322,7 @@ def _start(claim: Claim, deps: FlushDeps, report: FlushReport) -> _Work | None:
             # Nothing buffered (a due entry left behind): done, whatever its agent's name.
             deps.buffers.commit(state, Commit(0, 0, 0, 0, 0.0, wrote_points=False))
             return None
-        return _prepare(state, deps)
+        return _prepare(state, deps, report)
     except Exception as exc:
         _isolated(deps, claim, state.meta if state else {}, exc, report)
         return None

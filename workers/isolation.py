@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from shared import log_context
 from shared.backoff import compute_backoff
 from shared.buffers import Buffers, Claim
 from shared.errors import UpstreamUnavailable
@@ -32,6 +33,14 @@ def set_aside(
 ) -> Action:
     """Deal with one conversation's failure alone; returns what was done, with the action
     COUNT meaning it was retried (not yet quarantined)."""
+    # Its lines carry the conversation as context fields (JSON logs filter on them).
+    with log_context.bound(agent=meta.get("agent"), conversation=claim.conversation):
+        return _judged(buffers, quarantine, claim, meta, error)
+
+
+def _judged(
+    buffers: Buffers, quarantine: Quarantine, claim: Claim, meta: dict[str, str], error: Exception
+) -> Action:
     verdict = judge(error)
     where = f"agent {meta.get('agent', '?')!r}, conversation {claim.conversation}"
     if verdict.action is Action.RETRY:
