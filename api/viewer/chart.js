@@ -10,11 +10,21 @@ function svg(tag, attrs, text) {
   return node;
 }
 
+// One series per source, and st-qdrant-memory's points (no source) last. A source is any
+// string a client sends: it is read as an own key only ("constructor" is not Object's), and
+// one spelled like stSourceName stays its own series.
+function seriesOf(days, stSourceName) {
+  const sources = [...new Set(days.flatMap((d) => Object.keys(d.by_source)))].sort();
+  const series = sources.map((name) => ({ name, count: (d) => (Object.hasOwn(d.by_source, name) ? d.by_source[name] : 0) }));
+  if (days.some((d) => d.without_source)) series.push({ name: stSourceName, count: (d) => d.without_source || 0 });
+  return series;
+}
+
 // days: [{date, by_source: {name: n}, without_source: n}]; stSourceName labels the last.
 export function dayChart(days, stSourceName) {
-  const names = [...new Set(days.flatMap((d) => Object.keys(d.by_source)))].sort();
-  if (days.some((d) => d.without_source)) names.push(stSourceName);
-  const counts = (d) => names.map((n) => (n === stSourceName ? d.without_source : d.by_source[n] || 0));
+  const series = seriesOf(days, stSourceName);
+  const names = series.map((s) => s.name);
+  const counts = (d) => series.map((s) => s.count(d));
   const top = Math.max(1, ...days.map((d) => counts(d).reduce((a, b) => a + b, 0)));
   const width = 600, height = 180, left = 34, right = 22, bottom = 20, bar = (width - left - right) / days.length;
   const root = svg("svg", { viewBox: `0 0 ${width} ${height + 40}`, role: "img", class: "chart" });
