@@ -1,6 +1,7 @@
 // Chunks per day per source as a stacked bar chart in inline SVG (no library).
 
 const SVG = "http://www.w3.org/2000/svg";
+const LEGEND_CHARS = 30;
 const COLOURS = ["#2f6fb0", "#d9822b", "#3a9b5c", "#b5485d", "#7a5cb0", "#8c8c2b", "#4a4a4a"];
 
 function svg(tag, attrs, text) {
@@ -47,8 +48,13 @@ export function dayChart(days, stSourceName) {
   });
   names.forEach((n, s) => {
     const x = left + (s % 3) * 190, y = height + 12 + Math.floor(s / 3) * 14;
-    root.append(svg("rect", { x, y: y - 9, width: 10, height: 10, fill: COLOURS[s % COLOURS.length] }));
-    root.append(svg("text", { x: x + 14, y, class: "legend" }, n));
+    // three legend columns of 190 units: a longer name is cut (whole in its tooltip), not
+    // drawn over its neighbour's
+    const item = svg("g", { class: "legend-item" });
+    item.append(svg("title", {}, n));
+    item.append(svg("rect", { x, y: y - 9, width: 10, height: 10, fill: COLOURS[s % COLOURS.length] }));
+    item.append(svg("text", { x: x + 14, y, class: "legend" }, n.length > LEGEND_CHARS ? n.slice(0, LEGEND_CHARS - 1) + "…" : n));
+    root.append(item);
   });
   return root;
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from pathlib import Path
 
@@ -68,6 +69,31 @@ def test_sources_named_like_object_members_keep_the_chart_whole(
     wanted = [f"{day} {source}: 1" for source in ("__proto__", "constructor", "discord")]
     assert sorted(titles) == sorted(wanted)
     assert chart.find_element(By.CSS_SELECTOR, "text.axis").text == "3"
+
+
+def test_long_source_names_do_not_overlap_in_the_legend(live: Live, browser: WebDriver) -> None:
+    client = live.stack.client
+    now = int(time.time() * 1000)
+    sources = ["a-very-long-source-name-for-a-discord-bridge-" + str(n) for n in range(3)]
+    for n, source in enumerate(sources):
+        body = message(f"l{n}", 0, channel=f"c{n}") | {"ts": now}
+        sent = {"bot": "Mythos", "source": source, "messages": [body]}
+        assert client.post("/save", json=sent).status_code == 202
+    client.post("/agents/Mythos/flush", params={"wait": "true"})
+    open_page(browser, live, "pipeline")
+    wait_for(browser, lambda d: version(d, "#view-pipeline") != "0")
+    boxes = browser.execute_script(
+        "return [...document.querySelectorAll('#chart text.legend')].map((t) => {"
+        " const b = t.getBBox(); return [b.x, b.x + b.width]; })"
+    )
+    assert len(boxes) == 3
+    for (_, end), (start, _) in itertools.pairwise(boxes):
+        assert end < start, boxes
+    names = browser.execute_script(
+        "return [...document.querySelectorAll('#chart .legend-item > title')]"
+        ".map((t) => t.textContent)"
+    )
+    assert names == sources  # whole in the tooltip
 
 
 def test_a_source_spelled_like_the_extension_is_not_merged_with_its_points(
