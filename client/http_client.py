@@ -7,10 +7,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
 DEFAULT_URL = "http://127.0.0.1:3102"
+
+
+def _segment(value: str) -> str:
+    """One path segment: "/", "?", "#" and "%" escaped, and "." too, since httpx resolves
+    "." and ".." segments (an id "../../other/memories/X" would name another agent's point)."""
+    return quote(value, safe="").replace(".", "%2E")
+
+
+def agent_path(bot: str, *rest: str) -> str:
+    """/agents/{bot}/... with every part escaped as one segment."""
+    return "/".join(["/agents", *(_segment(part) for part in (bot, *rest))])
 
 
 class MemoryPoolError(Exception):
@@ -96,16 +108,16 @@ class MemoryPoolClient:
     def flush(self, bot: str, *, wait: bool = True, timeout: float = 30.0) -> dict[str, Any]:
         """Write every open chunk of an agent now; with `wait`, once they are stored."""
         params = {"wait": str(wait).lower(), "timeout": timeout}
-        return self._call("POST", f"/agents/{bot}/flush", params=params, timeout=timeout + 5)
+        return self._call("POST", agent_path(bot, "flush"), params=params, timeout=timeout + 5)
 
     def delete(self, bot: str, **scope: str) -> dict[str, int]:
         """Delete one scope: source (+ channel_id or conversation_id), message_id or user_id."""
-        return self._call("POST", f"/agents/{bot}/delete", json=scope)
+        return self._call("POST", agent_path(bot, "delete"), json=scope)
 
     def known_ids(self, bot: str, message_ids: Iterable[str]) -> list[str]:
         """Which of these message ids the agent's collection already holds (any writer)."""
         body = {"message_ids": list(message_ids)}
-        return self._call("POST", f"/agents/{bot}/known-ids", json=body)["known"]
+        return self._call("POST", agent_path(bot, "known-ids"), json=body)["known"]
 
     def agents(self) -> list[dict[str, Any]]:
         """The agents this client's key may reach: name, collection, listed, blocked."""
@@ -119,7 +131,7 @@ class MemoryPoolClient:
         params = {"limit": limit, **{k: v for k, v in filters.items() if v is not None}}
         if cursor is not None:
             params["cursor"] = cursor
-        return self._call("GET", f"/agents/{bot}/memories", params=params)
+        return self._call("GET", agent_path(bot, "memories"), params=params)
 
     def all_memories(self, bot: str, *, page_size: int = 200, **filters: Any) -> Iterator[dict]:
         """Every matching chunk, newest first, page by page."""
@@ -131,23 +143,23 @@ class MemoryPoolClient:
                 return
 
     def memory(self, bot: str, point_id: str) -> dict[str, Any]:
-        return self._call("GET", f"/agents/{bot}/memories/{point_id}")
+        return self._call("GET", agent_path(bot, "memories", point_id))
 
     def delete_memory(self, bot: str, point_id: str, *, dry_run: bool = False) -> dict[str, int]:
         """Delete one chunk (its messages are never stored again); `dry_run` only counts."""
         params = {"dry_run": "true"} if dry_run else {}
-        return self._call("DELETE", f"/agents/{bot}/memories/{point_id}", params=params)
+        return self._call("DELETE", agent_path(bot, "memories", point_id), params=params)
 
     def delete_preview(self, bot: str, **scope: str) -> dict[str, int]:
         """What `delete(bot, **scope)` would remove: points, message_ids, points_without_source."""
-        return self._call("POST", f"/agents/{bot}/delete/preview", json=scope)
+        return self._call("POST", agent_path(bot, "delete", "preview"), json=scope)
 
     def timeline(self, bot: str, *, days: int = 30) -> list[dict[str, Any]]:
         """Chunks per day (UTC) and source, oldest first."""
-        return self._call("GET", f"/agents/{bot}/timeline", params={"days": days})["days"]
+        return self._call("GET", agent_path(bot, "timeline"), params={"days": days})["days"]
 
     def stats(self, bot: str) -> dict[str, Any]:
-        return self._call("GET", f"/agents/{bot}/stats")
+        return self._call("GET", agent_path(bot, "stats"))
 
     def health(self) -> dict[str, Any]:
         return self._call("GET", "/health")

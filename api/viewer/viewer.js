@@ -131,15 +131,22 @@ function viewOf(p) {
 
 // --- prune ----------------------------------------------------------------------------------
 
-function pruneRequest({ scope, value, source }) {
+// The agent is fixed when the request is made: the delete a person confirms is the one that
+// was counted, even if the agent picker changes in between.
+function pruneRequest({ scope, value, source }, agent) {
   if (scope === "point_id") {
-    const path = agentPath(bot(), `/memories/${encodeURIComponent(value)}`);
-    return { preview: () => api("DELETE", path, { query: { dry_run: "true" } }), run: () => api("DELETE", path) };
+    const path = agentPath(agent, `/memories/${encodeURIComponent(value)}`);
+    return { agent, preview: () => api("DELETE", path, { query: { dry_run: "true" } }), run: () => api("DELETE", path) };
   }
   const body = { [scope]: value };
   if (scope === "conversation_id" || scope === "channel_id") body.source = source;
-  return { preview: () => api("POST", agentPath(bot(), "/delete/preview"), { body }),
-    run: () => api("POST", agentPath(bot(), "/delete"), { body }) };
+  return { agent, preview: () => api("POST", agentPath(agent, "/delete/preview"), { body }),
+    run: () => api("POST", agentPath(agent, "/delete"), { body }) };
+}
+
+function closePrune() {
+  state.prune = null;
+  $("#prune-confirm").hidden = true;
 }
 
 async function startPrune(wanted) {
@@ -153,12 +160,14 @@ async function startPrune(wanted) {
 
 async function previewPrune(wanted) {
   $("#prune-result").textContent = "";
-  const request = pruneRequest(wanted);
+  closePrune();
+  const request = pruneRequest(wanted, bot());
   const counted = await request.preview();
+  if (request.agent !== bot()) return;  // the agent changed while counting
   state.prune = request;
   $("#prune-count").textContent =
     `This removes ${plural(counted.points, "point")} (${plural(counted.message_ids, "message")}) ` +
-    `from ${bot()}'s memory, and any of those messages still buffered.`;
+    `from ${request.agent}'s memory, and any of those messages still buffered.`;
   $("#prune-st-note").hidden = !counted.points_without_source;
   $("#prune-go").textContent = `Delete ${plural(counted.points, "point")}`;
   $("#prune-confirm").hidden = false;
@@ -167,9 +176,8 @@ async function previewPrune(wanted) {
 
 async function confirmPrune() {
   const request = state.prune;
-  state.prune = null;
-  $("#prune-confirm").hidden = true;
-  if (!request) return;
+  closePrune();
+  if (!request || request.agent !== bot()) return;
   const done = await request.run();
   $("#prune-result").textContent =
     `Deleted ${done.deleted_points} points and ${done.deleted_buffered} buffered messages.`;
@@ -249,7 +257,8 @@ async function renderDeadLetters() {
 const VIEWS = { agents: renderAgents, browse: renderBrowse, search: async () => {}, prune: async () => {}, pipeline: renderPipeline };
 
 async function show() {
-  const name = location.hash.slice(1) in VIEWS ? location.hash.slice(1) : "agents";
+  const wanted = location.hash.slice(1);  // an own key only: "#__proto__" is `in` any object
+  const name = Object.hasOwn(VIEWS, wanted) ? wanted : "agents";
   for (const section of document.querySelectorAll(".view")) section.hidden = section.id !== `view-${name}`;
   for (const link of document.querySelectorAll("#tabs a")) link.classList.toggle("active", link.dataset.view === name);
   status("");
@@ -274,14 +283,18 @@ async function start() {
   on("#key-forget", "click", async () => { key.forget(); showKeyForm(false); await loadAgents(); await show(); });
   on("#key-button", "click", () => showKeyForm($("#key-form").hidden));
   document.addEventListener("needs-key", () => showKeyForm(true));
-  on("#agent", "change", () => { state.bot = $("#agent").value; state.cursors = [null]; state.page = 0; return show(); });
+  on("#agent", "change", () => {
+    state.bot = $("#agent").value; state.cursors = [null]; state.page = 0;
+    closePrune();  // a count made for the previous agent confirms nothing for this one
+    return show();
+  });
   on("#browse-form", "submit", () => { state.cursors = [null]; state.page = 0; return renderBrowse(); });
   on("#browse-next", "click", () => { state.page += 1; return renderBrowse(); });
   on("#browse-prev", "click", () => { state.page = Math.max(0, state.page - 1); return renderBrowse(); });
   on("#search-form", "submit", (e) => runSearch(e.target));
   on("#prune-form", "submit", (e) => previewPrune({ scope: e.target.scope.value, value: e.target.value.value.trim(), source: e.target.source.value.trim() }));
   on("#prune-go", "click", confirmPrune);
-  on("#prune-cancel", "click", () => { state.prune = null; $("#prune-confirm").hidden = true; });
+  on("#prune-cancel", "click", closePrune);
   window.addEventListener("hashchange", show);
   try { await loadAgents(); } catch (error) { fail(error); }
   await show();
