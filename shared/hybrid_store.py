@@ -73,7 +73,7 @@ def fused_query(
         ),
     ]
     try:
-        response = store.read(
+        response = store.search(
             name,
             lambda client: client.query_points(
                 name,
@@ -107,5 +107,5 @@ def cosines(
             name, query=list(dense), query_filter=only, limit=len(ids), with_payload=False
         )
 
-    answer = store.read(name, run, missing=None)
+    answer = store.search(name, run, missing=None)
     return {} if answer is None else {str(p.id): p.score for p in answer.points}

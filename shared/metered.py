@@ -130,6 +130,7 @@ def instrument_store(store: Store) -> Store:
         metrics.QDRANT_POINTS.inc(len(points))
 
     store.upsert = counted_upsert  # type: ignore[method-assign]
-    store.query = _timed("query", store.query)  # type: ignore[method-assign]
+    # every recall query, dense or hybrid, passes Store.search
+    store.search = _timed("query", store.search)  # type: ignore[method-assign]
     store.delete_points = _timed("delete", store.delete_points)  # type: ignore[method-assign]
     return store

@@ -270,7 +270,7 @@ class Store(StoreBrowsing):
     ) -> list[RecallHit]:
         """Nearest points by cosine; a missing collection (a new agent) has none."""
         try:
-            response = self._read(
+            response = self.search(
                 name,
                 lambda client: client.query_points(
                     name,
@@ -375,6 +375,11 @@ class Store(StoreBrowsing):
     def read(self, name: str, call: Callable[[QdrantClient], T], *, missing: T) -> T:
         """For the store's companions (shared/bm25_store.py): `call` with the client, under
         the same lock and error mapping; `missing` when the collection does not exist."""
+        return self._read(name, call, missing=missing)
+
+    def search(self, name: str, call: Callable[[QdrantClient], T], *, missing: T) -> T:
+        """A recall's query (dense, fused, or the fused hits' cosines), as `read`: the one
+        door every recall query passes, so metrics time them all (shared/metered.py)."""
         return self._read(name, call, missing=missing)
 
     def _read(self, name: str, call: Callable[[QdrantClient], T], *, missing: T) -> T:
