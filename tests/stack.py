@@ -77,8 +77,15 @@ def running_stack(settings: Settings, agents: Agents) -> Iterator[Stack]:
     scheduler = celery_scheduler(runtime.buffers, celery_app, settings)
     sweeper = threading.Thread(target=scheduler.run, name="scheduler", daemon=True)
     try:
+        # A flush or backfill still running under a loaded machine must be let finish: a
+        # worker left running after a shutdown timeout keeps the next stack's from starting.
         with start_worker(
-            celery_app, pool="threads", concurrency=2, perform_ping_check=False, loglevel="WARNING"
+            celery_app,
+            pool="threads",
+            concurrency=2,
+            perform_ping_check=False,
+            loglevel="WARNING",
+            shutdown_timeout=60,
         ):
             sweeper.start()
             with TestClient(create_app(settings, runtime=runtime)) as client:
