@@ -298,10 +298,16 @@ class Store(StoreBrowsing):
         ]
 
     def scroll_payloads(
-        self, name: str, *, query_filter: models.Filter | None = None, batch: int = 256
+        self,
+        name: str,
+        *,
+        query_filter: models.Filter | None = None,
+        batch: int = 256,
+        with_payload: bool | models.PayloadSelectorInclude = True,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """(point id, payload) of every match, one page per request; the lock is not held
-        between pages, so a consumer may take its time."""
+        between pages, so a consumer may take its time. `with_payload` may name the only
+        fields wanted."""
         offset: models.ExtendedPointId | None = None
         while True:
             page, offset = self._read(
@@ -311,7 +317,7 @@ class Store(StoreBrowsing):
                     scroll_filter=query_filter,
                     limit=batch,
                     offset=start,
-                    with_payload=True,
+                    with_payload=with_payload,
                     with_vectors=False,
                 ),
                 missing=([], None),

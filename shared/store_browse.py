@@ -154,24 +154,9 @@ class StoreBrowsing:
     def _scan(
         self, name: str, flt: models.Filter | None, fields: models.PayloadSelectorInclude
     ) -> Iterator[dict[str, Any]]:
-        offset: models.ExtendedPointId | None = None
-        while True:
-            records, offset = self._read(
-                name,
-                lambda client, start=offset: client.scroll(
-                    name,
-                    scroll_filter=flt,
-                    limit=COUNT_BATCH,
-                    offset=start,
-                    with_payload=fields,
-                    with_vectors=False,
-                ),
-                missing=([], None),
-            )
-            for record in records:
-                yield dict(record.payload or {})
-            if offset is None:
-                return
+        pages = self.scroll_payloads(name, query_filter=flt, batch=COUNT_BATCH, with_payload=fields)
+        for _, payload in pages:
+            yield payload
 
 
 def _cursor_of(point: Point) -> Cursor:
