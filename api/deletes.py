@@ -9,7 +9,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import redis
-from qdrant_client import models
 
 from api.known_ids import LACKING_ID_LIST
 from shared import keys
@@ -18,7 +17,8 @@ from shared.buffer_deletes import BufferDeletes, BufferScope, Removed
 from shared.conversations import ConversationRef, source_of
 from shared.dead_letters import DeadLetter
 from shared.errors import UpstreamUnavailable
-from shared.memory_query import qdrant_id
+from shared.fields import CHANNEL_ID, CONVERSATION_ID, MESSAGE_ID_LIST, SOURCE, USER_ID_LIST
+from shared.filters import Filter, HasIds, Match
 from shared.recall_rules import message_ids_of
 from shared.redis_lock import held
 from shared.runtime import Runtime
@@ -55,24 +55,20 @@ class DeletePreview:
     points_without_source: int
 
 
-def _match(key: str, value: str) -> models.FieldCondition:
-    return models.FieldCondition(key=key, match=models.MatchValue(value=value))
-
-
-def point_filter(scope: DeleteScope) -> models.Filter:
-    """The points a scope covers, as far as Qdrant can select them itself."""
+def point_filter(scope: DeleteScope) -> Filter:
+    """The points a scope covers, as far as the store can select them itself."""
     if scope.point_id is not None:
-        return models.Filter(must=[models.HasIdCondition(has_id=[qdrant_id(scope.point_id)])])
+        return Filter(must=(HasIds((scope.point_id,)),))
     if scope.message_id is not None:
-        return models.Filter(must=[_match("messageIdList", scope.message_id)])
+        return Filter(must=(Match(MESSAGE_ID_LIST, scope.message_id),))
     if scope.user_id is not None:
-        return models.Filter(must=[_match("userIdList", scope.user_id)])
-    must = [_match("source", scope.source or "")]
+        return Filter(must=(Match(USER_ID_LIST, scope.user_id),))
+    source = Match(SOURCE, scope.source or "")
     if scope.conversation_id is not None:
-        must.append(_match("conversationId", scope.conversation_id))
-    elif scope.channel_id is not None:
-        must.append(_match("channelId", scope.channel_id))
-    return models.Filter(must=must)
+        return Filter(must=(source, Match(CONVERSATION_ID, scope.conversation_id)))
+    if scope.channel_id is not None:
+        return Filter(must=(source, Match(CHANNEL_ID, scope.channel_id)))
+    return Filter(must=(source,))
 
 
 def _buffer_targets(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> list[str]:

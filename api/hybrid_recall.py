@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cachetools import TTLCache
-from qdrant_client import models
 
 from shared.bm25 import Terms
+from shared.filters import Filter
 from shared.format import RecallHit
 from shared.hybrid_store import FusedPoint, cosines, fused_query, hybrid_possible
 from shared.recall_rules import MAX_PAGES, MIN_PAGE, HitSelector, is_excluded
@@ -59,7 +59,7 @@ class HybridFill:
     vector: list[float]
     terms: Terms
     request: RecallRequest
-    query_filter: models.Filter | None
+    query_filter: Filter | None
 
     def run(self, selector: HitSelector) -> int:
         """Offers qualifying hits in fused order; returns the Qdrant requests it took."""

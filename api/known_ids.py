@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from qdrant_client import models
-
+from shared.fields import MESSAGE_ID_LIST
+from shared.filters import Filter, IsEmpty, MatchAny
 from shared.recall_rules import message_ids_of
 from shared.store import Store
 
-LACKING_ID_LIST = models.Filter(
-    must=[models.IsEmptyCondition(is_empty=models.PayloadField(key="messageIdList"))]
-)
+LACKING_ID_LIST = Filter(must=(IsEmpty(MESSAGE_ID_LIST),))
 
 
 def known_ids(store: Store, collection: str, wanted: Collection[str]) -> set[str]:
@@ -21,9 +19,7 @@ def known_ids(store: Store, collection: str, wanted: Collection[str]) -> set[str
     if not wanted:
         return set()
     found: set[str] = set()
-    listed = models.Filter(
-        must=[models.FieldCondition(key="messageIdList", match=models.MatchAny(any=sorted(wanted)))]
-    )
+    listed = Filter(must=(MatchAny(MESSAGE_ID_LIST, tuple(sorted(wanted))),))
     for query_filter in (listed, LACKING_ID_LIST):
         for _, payload in store.scroll_payloads(collection, query_filter=query_filter):
             found |= message_ids_of(payload) & wanted

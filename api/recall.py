@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from cachetools import TTLCache
-from qdrant_client import models
 
 from api.hybrid_recall import HybridFill, LexicalCollections
 from shared import metrics
@@ -17,6 +16,7 @@ from shared.agents import AgentConfig
 from shared.bm25 import DEFAULT_LEXICAL_THRESHOLD, Terms, query_terms
 from shared.embedder import Embedder
 from shared.errors import InputRejected, RecallTimeout
+from shared.filters import Filter
 from shared.format import RecallHit, recall_block
 from shared.hybrid_store import Fusion, LexicalUnavailable
 from shared.recall_query import RecallFilters, recall_filter
@@ -129,9 +129,9 @@ def recall(
         log.warning("recall query refused by the embedding provider")
         log.debug("embedding provider's reason: %s", exc)
         return Recall([], "", 0)
-    # A Qdrant server matches excluded ids on its keyword index; local mode would test them
-    # against every point in Python (4-10x slower, bench/recall.py), so there the selector alone
-    # drops excluded hits while over-fetching.
+    # A Qdrant server or Edge matches excluded ids on its keyword index; local mode would test
+    # them against every point in Python (4-10x slower, bench/recall.py), so there the selector
+    # alone drops excluded hits while over-fetching.
     server_side = frozenset() if store.local else request.excluded_ids
     query_filter = recall_filter(request.filters, server_side)
     selector = HitSelector(set(request.excluded_ids), request.limit)
@@ -157,7 +157,7 @@ def _dense_fill(
     collection: str,
     vector: list[float],
     request: RecallRequest,
-    query_filter: models.Filter | None,
+    query_filter: Filter | None,
 ) -> int:
     """Pages of nearest points by cosine until the selector is full; returns the queries."""
     page, offset, queries = max(MIN_PAGE, request.limit * 2), 0, 0

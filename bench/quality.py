@@ -28,6 +28,7 @@ from shared.recall_query import RecallFilters
 from shared.recall_rules import message_ids_of
 from shared.settings import Settings
 from shared.store import PointToWrite, Store
+from shared.store_qdrant import QdrantStore
 from tests.support.minilm import model_folder
 
 AGENT = AgentConfig(name="quality", self_speaker="Mythos")
@@ -36,7 +37,7 @@ AGENT = AgentConfig(name="quality", self_speaker="Mythos")
 def load(data: ConversationSet) -> tuple[Store, QueryCache, int]:
     settings = Settings(EMBEDDING_PROVIDER="local", EMBEDDING_MODEL_PATH=str(model_folder()))
     embedder = make_embedder(settings)
-    store = Store(QdrantClient(":memory:"), local=True)
+    store = QdrantStore(QdrantClient(":memory:"), local=True)
     name = AGENT.collection_name
     store.ensure_collection(name, size=embedder.dimensions(), model=embedder.model)
     chunks = [

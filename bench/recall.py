@@ -22,6 +22,7 @@ from bench.traffic import BASE_ID, START_MS, WORDS, sentence
 from shared.format import ChunkContext, chunk_payload
 from shared.messages import Message
 from shared.recall_query import RecallFilters, recall_filter
+from shared.store_qdrant_filters import to_qdrant
 
 BOT = "recall"
 COLLECTION = "mem_recall"
@@ -74,7 +75,7 @@ def _sample(stack: Stack, client: QdrantClient, http: httpx.Client, i: int, size
     )
     t2 = time.perf_counter()
     vector = e.json()["data"][0]["embedding"]
-    flt = recall_filter(RecallFilters(), excluded)
+    flt = to_qdrant(recall_filter(RecallFilters(), excluded))
     client.query_points(
         COLLECTION, query=vector, limit=10, score_threshold=0.0, query_filter=flt, with_payload=True
     )

@@ -35,6 +35,7 @@ from shared.agents import AgentConfig
 from shared.bm25 import document_terms
 from shared.recall_query import RecallFilters
 from shared.store import PointToWrite, Store
+from shared.store_qdrant import QdrantStore
 from tests.support.qdrant_server import QdrantTestServer
 from tests.support.redis_server import RedisServer
 from workers.backfill import backfill
@@ -86,11 +87,11 @@ def _points(start: int, count: int, *, terms: bool) -> list[PointToWrite]:
 @contextmanager
 def stores() -> Iterator[dict[str, Store]]:
     with QdrantTestServer() as server:
-        rest = Store(
+        rest = QdrantStore(
             QdrantClient(url=server.url, prefer_grpc=False, timeout=120, check_compatibility=False),
             local=False,
         )
-        local = Store(QdrantClient(":memory:"), local=True)
+        local = QdrantStore(QdrantClient(":memory:"), local=True)
         try:
             yield {"local mode": local, "REST test server": rest}
         finally:

@@ -31,6 +31,7 @@ from bench.recall import _payloads
 from bench.stack import Stack
 from bench.stats import median, pct, ratio, table
 from shared.store import PAYLOAD_INDEXES
+from shared.store_qdrant import SCHEMAS
 from tests.support.browser import chromium
 
 DIMS = 384
@@ -43,7 +44,7 @@ def fill(client: QdrantClient, name: str, size: int, *, indexes: bool) -> None:
     client.create_collection(name, models.VectorParams(size=DIMS, distance=models.Distance.COSINE))
     if indexes:
         for field, schema in PAYLOAD_INDEXES.items():
-            client.create_payload_index(name, field, schema, wait=True)
+            client.create_payload_index(name, field, SCHEMAS[schema], wait=True)
     rng, gen = random.Random(size), np.random.default_rng(size)
     now, span = int(time.time() * 1000), 60 * DAY_MS
     for start in range(0, size, 1000):

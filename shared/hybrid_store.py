@@ -1,24 +1,20 @@
-"""Hybrid recall's two Qdrant requests: the fused query (dense and BM25 prefetches under one
-filter, fused by DBSF or RRF in Qdrant) and one rescore of the fused hits' dense cosine, which
-a fused query does not return."""
+"""Hybrid recall's two store requests: the fused query (dense and BM25 prefetches under one
+filter, fused by DBSF or RRF in the engine) and one rescore of the fused hits' dense cosine,
+which a fused query does not return."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
 
-from qdrant_client import QdrantClient, models
-from qdrant_client.http.exceptions import UnexpectedResponse
+from shared.bm25 import Terms
+from shared.filters import Filter
+from shared.store import CollectionState, FusedPoint, Fusion, LexicalUnavailable, Store
 
-from shared.bm25 import VECTOR_NAME, Terms
-from shared.store import CollectionState, Store
-from shared.store_rules import sparse_vector
+__all__ = ["FusedPoint", "Fusion", "LexicalUnavailable", "cosines", "fused_query"]
 
-Fusion = Literal["dbsf", "rrf"]
 # qdrant-client's local mode scores sparse vectors in pure Python, about 36 us per point
 # (BENCHMARKS.md section 6): above this many points a local-mode collection is recalled dense,
-# so hybrid recall never pushes `memory-pool serve` past its 3 s budget. A server has no limit.
+# so hybrid recall never pushes past its 3 s budget. A server or Qdrant Edge has no limit.
 LOCAL_MODE_MAX_POINTS = 20_000
 
 
@@ -30,21 +26,6 @@ def hybrid_possible(state: CollectionState | None, *, local: bool) -> bool:
     return not local or state.points_count <= LOCAL_MODE_MAX_POINTS
 
 
-FUSIONS: dict[str, models.Fusion] = {"dbsf": models.Fusion.DBSF, "rrf": models.Fusion.RRF}
-
-
-class LexicalUnavailable(Exception):
-    """The collection refused the fused query (its BM25 vector is gone: made again by another
-    tool without it); the caller recalls dense."""
-
-
-@dataclass(frozen=True, slots=True)
-class FusedPoint:
-    id: str
-    fused_score: float
-    payload: dict
-
-
 def fused_query(
     store: Store,
     name: str,
@@ -53,59 +34,23 @@ def fused_query(
     *,
     prefetch: int,
     score_threshold: float | None,
-    query_filter: models.Filter | None,
+    query_filter: Filter | None,
     lexical_threshold: float,
     fusion: Fusion,
 ) -> list[FusedPoint]:
     """Both legs' best `prefetch` points under the same filter, fused; each leg admits only
     points at its threshold (the cosine one, the BM25 one), so a weak lexical match never
     pushes a good dense one out."""
-    legs = [
-        models.Prefetch(
-            query=list(dense), filter=query_filter, limit=prefetch, score_threshold=score_threshold
-        ),
-        models.Prefetch(
-            query=sparse_vector(terms),
-            using=VECTOR_NAME,
-            filter=query_filter,
-            limit=prefetch,
-            score_threshold=lexical_threshold,
-        ),
-    ]
-    try:
-        response = store.search(
-            name,
-            lambda client: client.query_points(
-                name,
-                prefetch=legs,
-                query=models.FusionQuery(fusion=FUSIONS[fusion]),
-                limit=2 * prefetch,
-                with_payload=True,
-                with_vectors=False,
-            ),
-            missing=None,
-        )
-    except (UnexpectedResponse, ValueError) as exc:
-        raise LexicalUnavailable(f"{name} refused a fused query: {exc}") from exc
-    if response is None:
-        return []
-    return [FusedPoint(str(p.id), p.score, dict(p.payload or {})) for p in response.points]
+    return store.fused_query(
+        name, dense, terms, prefetch=prefetch, score_threshold=score_threshold,
+        query_filter=query_filter, lexical_threshold=lexical_threshold, fusion=fusion,
+    )  # fmt: skip
 
 
 def cosines(
     store: Store, name: str, ids: Sequence[str], dense: Sequence[float]
 ) -> dict[str, float]:
     """The dense cosine of the given points, in one request (a filter by id, so it is the
-    same cost on any Qdrant); BM25 scores are not read again: Qdrant's IDF makes a sparse
+    same cost on any engine); BM25 scores are not read again: Qdrant's IDF makes a sparse
     query scan every point in local mode."""
-    if not ids:
-        return {}
-    only = models.Filter(must=[models.HasIdCondition(has_id=list(ids))])
-
-    def run(client: QdrantClient) -> models.QueryResponse:
-        return client.query_points(
-            name, query=list(dense), query_filter=only, limit=len(ids), with_payload=False
-        )
-
-    answer = store.search(name, run, missing=None)
-    return {} if answer is None else {str(p.id): p.score for p in answer.points}
+    return store.cosines(name, ids, dense) if ids else {}

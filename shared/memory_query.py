@@ -8,11 +8,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from qdrant_client import models
-
 from shared.errors import InvalidInput
+from shared.fields import CHANNEL_ID, CONVERSATION_ID, GUILD_ID, SOURCE, TIMESTAMP, USER_ID_LIST
+from shared.filters import Condition, Filter, Match, Range
 
-TIMESTAMP = "timestamp"
 MAX_POINT_INT = 2**64 - 1  # Qdrant's integer ids are unsigned 64-bit
 CURSOR_STAMP = re.compile(r"-?[0-9]{1,18}")
 
@@ -69,20 +68,16 @@ def qdrant_id(point_id: str) -> int | str:
     return int(point_id) if point_id.isdigit() else point_id
 
 
-def _match(key: str, value: str) -> models.FieldCondition:
-    return models.FieldCondition(key=key, match=models.MatchValue(value=value))
-
-
-def memory_filter(filters: MemoryFilters) -> list[models.Condition]:
-    """The conditions Qdrant applies itself, all of which must hold."""
-    must: list[models.Condition] = [
-        _match(key, value)
+def memory_filter(filters: MemoryFilters) -> list[Condition]:
+    """The conditions the store applies itself, all of which must hold."""
+    must: list[Condition] = [
+        Match(key, value)
         for key, value in (
-            ("source", filters.source),
-            ("channelId", filters.channel_id),
-            ("guildId", filters.guild_id),
-            ("conversationId", filters.conversation_id),
-            ("userIdList", filters.user_id),
+            (SOURCE, filters.source),
+            (CHANNEL_ID, filters.channel_id),
+            (GUILD_ID, filters.guild_id),
+            (CONVERSATION_ID, filters.conversation_id),
+            (USER_ID_LIST, filters.user_id),
         )
         if value is not None
     ]
@@ -91,13 +86,13 @@ def memory_filter(filters: MemoryFilters) -> list[models.Condition]:
     return must
 
 
-def time_range(**bounds: int | None) -> models.FieldCondition:
-    return models.FieldCondition(key=TIMESTAMP, range=models.Range(**bounds))
+def time_range(**bounds: int | None) -> Range:
+    return Range(TIMESTAMP, **bounds)
 
 
-def with_conditions(must: list[models.Condition], *extra: models.Condition) -> models.Filter | None:
-    conditions = [*must, *extra]
-    return models.Filter(must=conditions) if conditions else None
+def with_conditions(must: list[Condition], *extra: Condition) -> Filter | None:
+    conditions = (*must, *extra)
+    return Filter(must=conditions) if conditions else None
 
 
 def timestamp_of(payload: Mapping[str, Any]) -> int | None:

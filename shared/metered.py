@@ -130,7 +130,9 @@ def instrument_store(store: Store) -> Store:
         metrics.QDRANT_POINTS.inc(len(points))
 
     store.upsert = counted_upsert  # type: ignore[method-assign]
-    # every recall query, dense or hybrid, passes Store.search
-    store.search = _timed("query", store.search)  # type: ignore[method-assign]
+    # every recall query, dense or hybrid: the dense one, the fused one and its cosine rescore
+    store.query = _timed("query", store.query)  # type: ignore[method-assign]
+    store.fused_query = _timed("query", store.fused_query)  # type: ignore[method-assign]
+    store.cosines = _timed("query", store.cosines)  # type: ignore[method-assign]
     store.delete_points = _timed("delete", store.delete_points)  # type: ignore[method-assign]
     return store

@@ -1,47 +1,33 @@
-"""The one home of Qdrant I/O: collections, points and queries, all through qdrant-client."""
+"""The one door to vector storage: what memory-pool asks of a store, in neutral terms (neutral
+filters, shared/filters.py). Two implementations: shared/store_qdrant.py (qdrant-client: any
+Qdrant server, and local mode as a test stand-in) and shared/store_edge.py (Qdrant Edge, the
+embedded engine `memory-pool serve` uses)."""
 
 from __future__ import annotations
 
-import logging
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
-
-import httpx
-from qdrant_client import QdrantClient, models
-from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
-from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+from typing import TYPE_CHECKING, Any, Literal
 
 from shared.bm25 import VECTOR_NAME, Terms
-from shared.errors import CollectionMissing, DimensionMismatch, UpstreamUnavailable
+from shared.fields import INTEGER_FIELDS, KEYWORD_FIELDS
+from shared.filters import Filter
 from shared.format import RecallHit
-from shared.store_browse import StoreBrowsing
-from shared.store_rules import (
-    BM25_CONFIG,
-    check_compatible,
-    collection_state,
-    is_conflict,
-    is_missing,
-    is_rejected_input,
-    model_metadata,
-    point_vectors,
-)
+from shared.store_browse import Point, StoreBrowsing
 
 if TYPE_CHECKING:
     from shared.settings import Settings
 
-log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
 UPSERT_BATCH = 256
-KEYWORD_FIELDS = ("source", "messageIdList", "userIdList", "channelId", "guildId", "conversationId")
-PAYLOAD_INDEXES: Mapping[str, models.PayloadSchemaType] = {
-    **dict.fromkeys(KEYWORD_FIELDS, models.PayloadSchemaType.KEYWORD),
-    "timestamp": models.PayloadSchemaType.INTEGER,
+# The payload indexes of every collection memory-pool writes: field -> "keyword" | "integer".
+PAYLOAD_INDEXES: Mapping[str, str] = {
+    **dict.fromkeys(KEYWORD_FIELDS, "keyword"),
+    **dict.fromkeys(INTEGER_FIELDS, "integer"),
 }
+Fusion = Literal["dbsf", "rrf"]
+# An opaque position in a scroll: the next page starts there (None: from the start / the end).
+Offset = int | str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +41,19 @@ class PointToWrite:
     terms: Terms | None = None
 
 
+@dataclass(frozen=True)
+class StoredPoint:
+    """A point as stored, for moving a pool (export, import, copy, migration)."""
+
+    id: str
+    payload: dict[str, Any]
+    vector: list[float] | None  # the unnamed dense vector
+    sparse: tuple[list[int], list[float]] | None  # the BM25 sparse vector, if any
+
+
 @dataclass(frozen=True, slots=True)
 class CollectionState:
-    """What an existing collection is: read fresh from Qdrant on every call."""
+    """What an existing collection is: read fresh from the store on every call."""
 
     name: str
     # None when the collection has no single unnamed vector (st-qdrant-memory cannot read it)
@@ -75,189 +71,68 @@ class CollectionState:
         return VECTOR_NAME in self.sparse_names
 
 
-class Store(StoreBrowsing):
-    """Qdrant collections and points for memory-pool; the server and local mode alike.
+@dataclass(frozen=True, slots=True)
+class FusedPoint:
+    id: str
+    fused_score: float
+    payload: dict
 
-    Reads for people (pages newest first, one point, chunks per day) are in StoreBrowsing."""
 
-    def __init__(self, client: QdrantClient, *, local: bool) -> None:
-        self._client = client
-        self._local = local
-        # local mode is not thread-safe (qdrant-client issue 1193): every call takes one lock
-        self._lock: AbstractContextManager[Any] = threading.Lock() if local else nullcontext()
-        # collections whose BM25 vector this process has seen (True) or found refused (False);
-        # an upsert writes terms only where it is known to exist
-        self.bm25: dict[str, bool] = {}
+class LexicalUnavailable(Exception):
+    """The collection refused the fused query (its BM25 vector is gone: made again by another
+    tool without it); the caller recalls dense."""
+
+
+class Store(StoreBrowsing, ABC):
+    """Collections and points for memory-pool. Reads for people (pages newest first, chunks
+    per day) are built on these methods in StoreBrowsing."""
+
+    # collections whose BM25 vector this process has seen (True) or found refused (False);
+    # an upsert writes terms only where it is known to exist
+    bm25: dict[str, bool]
 
     @classmethod
     def open(cls, settings: Settings) -> Store:
-        if settings.qdrant_url:
-            client = QdrantClient(
-                url=settings.qdrant_url,
-                api_key=settings.qdrant_api_key,
-                # the client takes whole seconds; a sub-second setting must not become "no wait"
-                timeout=max(1, int(settings.qdrant_timeout_seconds)),
-                prefer_grpc=False,
-                # Servers of other versions are handled by feature detection (a refused call
-                # falls back), and the client's check runs in a thread of its own that warns
-                # whenever the server is down at that moment, e.g. a worker started first.
-                check_compatibility=False,
-            )
-            return cls(client, local=False)
-        path = settings.data_dir / "qdrant"
-        path.mkdir(parents=True, exist_ok=True)
-        # calls come from any thread but run under the store's lock, so SQLite's
-        # same-thread check would only refuse safe calls
-        local = QdrantClient(path=str(path), force_disable_check_same_thread=True)
-        return cls(local, local=True)
+        """A Qdrant server when one is configured, else the embedded engine in the data folder."""
+        from shared.store_qdrant import QdrantStore
+
+        return QdrantStore.open(settings)
 
     @property
+    @abstractmethod
     def local(self) -> bool:
-        """Local mode: brute-force search that evaluates payload filters in Python."""
-        return self._local
+        """A brute-force engine that evaluates payload filters in Python (qdrant-client's local
+        mode): callers filter what they can themselves rather than ask it to."""
 
-    def close(self) -> None:
-        with self._lock:
-            self._client.close()
+    @property
+    def kind(self) -> str:
+        """How the operator sees this store in logs: "server", "embedded" or "local"."""
+        return "local" if self.local else "server"
 
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
     def ping(self) -> bool:
-        try:
-            with self._io() as client:
-                client.get_collections()
-        except Exception:  # a health check answers, it never raises
-            log.debug("Qdrant ping failed", exc_info=True)
-            return False
-        return True
+        """Whether the store answers; never raises."""
 
     # --- collections ---------------------------------------------------------------------
 
-    def collection(self, name: str) -> CollectionState | None:
-        info = self._read(name, lambda client: client.get_collection(name), missing=None)
-        return None if info is None else collection_state(name, info)
+    @abstractmethod
+    def collection(self, name: str) -> CollectionState | None: ...
 
+    @abstractmethod
     def ensure_collection(self, name: str, *, size: int, model: str) -> CollectionState:
-        """Creates the collection, or checks an existing one and records our model on it; then
-        adds the BM25 sparse vector where it is missing (a server that refuses: dense only)."""
-        state = self.collection(name) or self._create(name, size=size, model=model)
-        check_compatible(state, size=size, model=model)
-        if state.model is None:
-            state = self._record_model(name, size=size, model=model)
-        self._ensure_indexes(state)
-        if not state.has_bm25:
-            state = self._add_bm25(state)
-        self.bm25[name] = state.has_bm25
-        return state
-
-    def _create(self, name: str, *, size: int, model: str) -> CollectionState:
-        vectors = models.VectorParams(size=size, distance=models.Distance.COSINE)
-        try:
-            self._create_collection(name, vectors, model_metadata(model, size))
-        except (UnexpectedResponse, ValueError) as e:
-            if not is_conflict(e):
-                raise
-            # another worker created it first; it is judged like any existing collection
-            log.info("Qdrant collection %s was created concurrently", name)
-        return self._require(name)
-
-    def _create_collection(
-        self, name: str, vectors: models.VectorParams, metadata: dict[str, Any]
-    ) -> None:
-        # servers before 1.16 know no collection metadata, before 1.10 no IDF modifier: each
-        # refusal drops what it refused (the model goes unrecorded, recall stays dense)
-        attempts: list[dict[str, Any]] = [
-            {"sparse_vectors_config": BM25_CONFIG, "metadata": metadata},
-            {"sparse_vectors_config": BM25_CONFIG},
-            {"metadata": metadata},
-            {},
-        ]
-        for attempt, extra in enumerate(attempts):
-            try:
-                with self._io() as client:
-                    client.create_collection(name, vectors_config=vectors, **extra)
-                return
-            except UnexpectedResponse as e:
-                if is_conflict(e) or not is_rejected_input(e) or attempt == len(attempts) - 1:
-                    raise
-                log.warning(
-                    "Qdrant refused %s, creating %s without it: %s", "+".join(extra), name, e
-                )
-
-    def _add_bm25(self, state: CollectionState) -> CollectionState:
-        """The BM25 vector added in place (Qdrant 1.18+); st-qdrant-memory never sees it."""
-        config = models.SparseVectorNameConfig(
-            sparse=models.SparseVectorConfig(modifier=models.Modifier.IDF)
-        )
-        try:
-            with self._io() as client:
-                client.create_vector_name(state.name, VECTOR_NAME, config, wait=True)
-        except UnexpectedResponse as e:
-            if e.status_code not in (400, 404, 405, 422):
-                raise
-            # an older server has no such endpoint: this collection's recall stays dense
-            log.warning(
-                "Qdrant cannot add a BM25 vector to %s (older than 1.18?): %s", state.name, e
-            )
-            return state
-        return self._require(state.name)
-
-    def _record_model(self, name: str, *, size: int, model: str) -> CollectionState:
-        try:
-            with self._io() as client:
-                client.update_collection(name, metadata=model_metadata(model, size))
-        except UnexpectedResponse as e:
-            if not is_rejected_input(e):
-                raise
-            log.warning("Qdrant refused collection metadata, model of %s unrecorded: %s", name, e)
-        state = self._require(name)
-        if state.model is None:
-            log.warning("Qdrant kept no collection metadata; model of %s unrecorded", name)
-        # a worker configured with another model may have recorded its own at the same moment
-        check_compatible(state, size=size, model=model)
-        return state
-
-    def _ensure_indexes(self, state: CollectionState) -> None:
-        if self._local:
-            return  # local mode ignores payload indexes and warns about each one
-        for field_name, schema in PAYLOAD_INDEXES.items():
-            if field_name not in state.indexed_fields:
-                with self._io() as client:
-                    client.create_payload_index(state.name, field_name, schema, wait=True)
-
-    def _require(self, name: str) -> CollectionState:
-        state = self.collection(name)
-        if state is None:
-            # deleted between two of our calls: someone else is managing it, try again later
-            raise UpstreamUnavailable(f"Qdrant collection {name} disappeared while being set up")
-        return state
+        """Creates the collection, or checks an existing one and records our model on it; the
+        BM25 sparse vector and the payload indexes are added where missing."""
 
     # --- points ----------------------------------------------------------------------------
 
+    @abstractmethod
     def upsert(self, name: str, points: Sequence[PointToWrite]) -> None:
-        """Both vectors in the same request where the collection has BM25, the dense alone
-        elsewhere (st-qdrant-memory's points, older servers: the backfill adds the terms)."""
-        for start in range(0, len(points), UPSERT_BATCH):
-            batch = points[start : start + UPSERT_BATCH]
-            # one lock hold per batch, so a long import does not starve recall in local mode
-            try:
-                self._upsert_batch(name, batch, sparse=self.bm25.get(name, False))
-            except (UnexpectedResponse, ValueError) as e:
-                if is_missing(e, name):
-                    raise CollectionMissing(f"collection {name!r} does not exist") from e
-                if not (self.bm25.get(name) and VECTOR_NAME in str(e)):
-                    raise
-                # made again without it (by st-qdrant-memory?): dense now, the vector next time
-                log.warning("collection %s lost its BM25 vector; writing dense only", name)
-                self.bm25.pop(name, None)
-                self._upsert_batch(name, batch, sparse=False)
+        """Raises CollectionMissing when the collection does not exist."""
 
-    def _upsert_batch(self, name: str, batch: Sequence[PointToWrite], *, sparse: bool) -> None:
-        structs = [
-            models.PointStruct(id=p.id, vector=point_vectors(p, sparse=sparse), payload=p.payload)
-            for p in batch
-        ]
-        with self._io() as client:
-            client.upsert(name, structs, wait=True)
-
+    @abstractmethod
     def query(
         self,
         name: str,
@@ -266,134 +141,108 @@ class Store(StoreBrowsing):
         limit: int,
         offset: int = 0,
         score_threshold: float | None,
-        query_filter: models.Filter | None = None,
+        query_filter: Filter | None = None,
     ) -> list[RecallHit]:
-        """Nearest points by cosine; a missing collection (a new agent) has none."""
-        try:
-            response = self.search(
-                name,
-                lambda client: client.query_points(
-                    name,
-                    query=list(vector),
-                    limit=limit,
-                    offset=offset,
-                    score_threshold=score_threshold,
-                    query_filter=query_filter,
-                    with_payload=True,
-                    with_vectors=False,
-                ),
-                missing=None,
-            )
-        except (UnexpectedResponse, ValueError) as e:
-            # Our own filter is well formed: a refused query is a vector of the wrong size,
-            # e.g. a collection st-qdrant-memory made with another embedding model.
-            raise DimensionMismatch(
-                f"collection {name!r} refused a query vector of {len(vector)} dimensions; "
-                f"it was made with another embedding model: {e}"
-            ) from e
-        if response is None:
-            return []
-        return [
-            RecallHit(id=str(p.id), score=p.score, payload=p.payload or {}) for p in response.points
-        ]
+        """Nearest points by cosine; a missing collection (a new agent) has none. A vector of
+        the wrong size raises DimensionMismatch."""
+
+    @abstractmethod
+    def fused_query(
+        self,
+        name: str,
+        dense: Sequence[float],
+        terms: Terms,
+        *,
+        prefetch: int,
+        score_threshold: float | None,
+        query_filter: Filter | None,
+        lexical_threshold: float,
+        fusion: Fusion,
+    ) -> list[FusedPoint]:
+        """Both legs' best `prefetch` points under the same filter, fused (at most 2 x prefetch);
+        raises LexicalUnavailable when the collection refuses it."""
+
+    @abstractmethod
+    def cosines(self, name: str, ids: Sequence[str], dense: Sequence[float]) -> dict[str, float]:
+        """The dense cosine of the given points (the ones that exist)."""
+
+    @abstractmethod
+    def page(
+        self,
+        name: str,
+        *,
+        query_filter: Filter | None = None,
+        limit: int,
+        offset: Offset = None,
+        fields: Sequence[str] | None = None,
+    ) -> tuple[list[Point], Offset]:
+        """One page of (id, payload) in id order, and where the next starts (None at the end);
+        `fields` names the only payload fields wanted. Empty for a missing collection."""
 
     def scroll_payloads(
         self,
         name: str,
         *,
-        query_filter: models.Filter | None = None,
+        query_filter: Filter | None = None,
         batch: int = 256,
-        with_payload: bool | models.PayloadSelectorInclude = True,
-    ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(point id, payload) of every match, one page per request; the lock is not held
-        between pages, so a consumer may take its time. `with_payload` may name the only
-        fields wanted."""
-        offset: models.ExtendedPointId | None = None
+        fields: Sequence[str] | None = None,
+    ) -> Iterator[Point]:
+        """(point id, payload) of every match, one page at a time; nothing is held between
+        pages, so a consumer may take its time."""
+        offset: Offset = None
         while True:
-            page, offset = self._read(
-                name,
-                lambda client, start=offset: client.scroll(
-                    name,
-                    scroll_filter=query_filter,
-                    limit=batch,
-                    offset=start,
-                    with_payload=with_payload,
-                    with_vectors=False,
-                ),
-                missing=([], None),
+            found, offset = self.page(
+                name, query_filter=query_filter, limit=batch, offset=offset, fields=fields
             )
-            for point in page:
-                yield str(point.id), dict(point.payload or {})
+            yield from found
             if offset is None:
                 return
 
+    @abstractmethod
+    def ordered_page(
+        self, name: str, query_filter: Filter | None, limit: int, *, start_from: int | None = None
+    ) -> list[Point] | None:
+        """Up to `limit` matches by descending `timestamp` (from `start_from` down, inclusive);
+        None when the collection has no timestamp index to order by."""
+
+    @abstractmethod
+    def point(self, name: str, point_id: str) -> dict[str, Any] | None:
+        """One point's payload; None when the point or the collection does not exist."""
+
+    @abstractmethod
     def delete_points(self, name: str, ids: Sequence[str]) -> int:
         """Deletes the points; returns how many of them existed."""
-        if not ids:
-            return 0
-        by_id = models.Filter(must=[models.HasIdCondition(has_id=list(ids))])
 
-        def run(client: QdrantClient) -> int:
-            found = client.count(name, count_filter=by_id, exact=True).count
-            if found:
-                client.delete(name, models.PointIdsList(points=list(ids)), wait=True)
-            return found
+    @abstractmethod
+    def count(self, name: str, query_filter: Filter | None = None) -> int: ...
 
-        return self._read(name, run, missing=0)
-
-    def count(self, name: str, query_filter: models.Filter | None = None) -> int:
-        return self._read(
-            name,
-            lambda client: client.count(name, count_filter=query_filter, exact=True).count,
-            missing=0,
-        )
-
+    @abstractmethod
     def facet_counts(self, name: str, key: str, *, limit: int = 100) -> dict[str, int]:
         """How many points hold each value of a keyword field (exact)."""
-        response = self._read(
-            name,
-            lambda client: client.facet(name, key=key, limit=limit, exact=True),
-            missing=None,
-        )
-        if response is None:
-            return {}
-        return {str(hit.value): int(hit.count) for hit in response.hits}
 
-    # --- plumbing --------------------------------------------------------------------------
+    # --- BM25 terms (the backfill) -----------------------------------------------------------
 
-    @contextmanager
-    def _io(self) -> Iterator[QdrantClient]:
-        """The client, under the local-mode lock, with connection trouble as UpstreamUnavailable."""
-        with self._lock:
-            try:
-                yield self._client
-            except ResourceExhaustedResponse as e:
-                raise UpstreamUnavailable(
-                    f"Qdrant is rate limiting: {e}", retry_after=e.retry_after_s
-                ) from e
-            except (ResponseHandlingException, httpx.HTTPError) as e:
-                raise UpstreamUnavailable(f"Qdrant cannot be reached: {e}") from e
-            except UnexpectedResponse as e:
-                if e.status_code is None or e.status_code >= 500 or e.status_code == 429:
-                    raise UpstreamUnavailable(f"Qdrant is unavailable: {e}") from e
-                raise
+    @abstractmethod
+    def write_missing_terms(self, name: str, terms: Sequence[tuple[str, Terms]]) -> None:
+        """Adds terms to the points that still have none; never creates a point (one deleted
+        meanwhile stays deleted) and never overwrites terms a flush wrote meanwhile."""
 
-    def read(self, name: str, call: Callable[[QdrantClient], T], *, missing: T) -> T:
-        """For the store's companions (shared/bm25_store.py): `call` with the client, under
-        the same lock and error mapping; `missing` when the collection does not exist."""
-        return self._read(name, call, missing=missing)
+    @abstractmethod
+    def drop_terms(self, name: str) -> None:
+        """Removes every point's terms; the dense vector and the payload stay."""
 
-    def search(self, name: str, call: Callable[[QdrantClient], T], *, missing: T) -> T:
-        """A recall's query (dense, fused, or the fused hits' cosines), as `read`: the one
-        door every recall query passes, so metrics time them all (shared/metered.py)."""
-        return self._read(name, call, missing=missing)
+    @abstractmethod
+    def record_encoding(self, name: str, encoding: str) -> None:
+        """Records how the collection's BM25 terms were made."""
 
-    def _read(self, name: str, call: Callable[[QdrantClient], T], *, missing: T) -> T:
-        """`call` through `_io`; `missing` when the collection does not exist."""
-        try:
-            with self._io() as client:
-                return call(client)
-        except (UnexpectedResponse, ValueError) as e:
-            if is_missing(e, name):
-                return missing
-            raise
+    # --- moving a pool -------------------------------------------------------------------------
+
+    @abstractmethod
+    def iter_points(
+        self, name: str, *, with_vectors: bool = True, page: int = 256
+    ) -> Iterator[StoredPoint]:
+        """Every point, in id order, page by page (constant memory); empty if no collection."""
+
+    @abstractmethod
+    def write_points(self, name: str, points: Sequence[StoredPoint]) -> None:
+        """Upserts exactly as given (sparse only where the collection has BM25)."""

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
-from qdrant_client import QdrantClient, models
-from qdrant_client.http.exceptions import UnexpectedResponse
-
+from shared.fields import SOURCE, TIMESTAMP
+from shared.filters import Condition, Filter
 from shared.memory_query import (
-    TIMESTAMP,
     Cursor,
     before,
     newest_first,
-    qdrant_id,
     time_range,
     timestamp_of,
     with_conditions,
@@ -23,7 +20,6 @@ from shared.memory_query import (
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 Point = tuple[str, dict[str, Any]]
 DAY_MS = 86_400_000
 SCAN_BATCH = 2048
@@ -31,14 +27,18 @@ COUNT_BATCH = 10_000  # two small fields per point: big pages, few local-mode sc
 
 
 class StoreBrowsing:
-    """Mixed into `Store` (shared/store.py), whose `_read` and `scroll_payloads` it uses."""
+    """The base of `Store` (shared/store.py), whose `ordered_page` and `scroll_payloads` it
+    uses."""
 
-    _read: Callable[..., Any]
-    _local: bool
     scroll_payloads: Callable[..., Iterator[Point]]
+    ordered_page: Callable[..., list[Point] | None]
+
+    @property
+    def local(self) -> bool:
+        raise NotImplementedError  # Store's
 
     def newest_page(
-        self, name: str, must: list[models.Condition], *, limit: int, after: Cursor | None
+        self, name: str, must: list[Condition], *, limit: int, after: Cursor | None
     ) -> tuple[list[Point], Cursor | None]:
         """One page of matching chunks, newest first, and the cursor of the next (None at the
         end). Chunks without a numeric `timestamp` cannot be ordered and are not listed."""
@@ -50,7 +50,7 @@ class StoreBrowsing:
         return page, _cursor_of(last) if last else None
 
     def _fast_page(
-        self, name: str, must: list[models.Condition], wanted: int, after: Cursor | None
+        self, name: str, must: list[Condition], wanted: int, after: Cursor | None
     ) -> list[Point] | None:
         """One ordered scroll, enough when the page does not end inside a group of equal
         timestamps that the scroll may have cut (Qdrant orders ties in no particular order).
@@ -68,12 +68,12 @@ class StoreBrowsing:
         return rows[:wanted] if len(complete) >= wanted else None
 
     def _exact_page(
-        self, name: str, must: list[models.Condition], wanted: int, after: Cursor | None
+        self, name: str, must: list[Condition], wanted: int, after: Cursor | None
     ) -> list[Point]:
         """The cursor's timestamp group read whole, then the newest before it, whose last
         group is read whole too: right however many chunks share a timestamp."""
         ties: list[Point] = []
-        upper: list[models.Condition] = []
+        upper: list[Condition] = []
         if after is not None:
             at_cursor = self._all(name, must, time_range(gte=after.timestamp, lte=after.timestamp))
             ties = [p for p in newest_first(at_cursor) if before(after, *p)]
@@ -82,7 +82,7 @@ class StoreBrowsing:
             return ties
         return ties + self._ordered(name, [*must, *upper], wanted - len(ties))
 
-    def _ordered(self, name: str, must: list[models.Condition], wanted: int) -> list[Point]:
+    def _ordered(self, name: str, must: list[Condition], wanted: int) -> list[Point]:
         """The `wanted` newest, ties by id. The ordered scroll returns equal timestamps in any
         order and cuts a group anywhere, so the last group is read whole and sorted here."""
         got = self._ordered_scroll(name, with_conditions(must), wanted)
@@ -95,24 +95,11 @@ class StoreBrowsing:
         return newest_first(whole)[:wanted]
 
     def _ordered_scroll(
-        self, name: str, flt: models.Filter | None, limit: int, *, start_from: int | None = None
+        self, name: str, flt: Filter | None, limit: int, *, start_from: int | None = None
     ) -> list[Point]:
-        order = models.OrderBy(
-            key=TIMESTAMP, direction=models.Direction.DESC, start_from=start_from
-        )
-
-        def call(client: QdrantClient) -> list[Point]:
-            records, _ = client.scroll(
-                name, scroll_filter=flt, limit=limit, order_by=order,
-                with_payload=True, with_vectors=False,
-            )  # fmt: skip
-            return [(str(r.id), dict(r.payload or {})) for r in records]
-
-        try:
-            return self._read(name, call, missing=[])
-        except UnexpectedResponse as e:
-            if e.status_code != 400 or b"range index" not in e.content:
-                raise
+        got = self.ordered_page(name, flt, limit, start_from=start_from)
+        if got is not None:
+            return got
         # A server collection without the `timestamp` index (one st-qdrant-memory made, that
         # memory-pool never wrote to) cannot be ordered by Qdrant: sort every match here.
         log.warning("collection %s has no timestamp index; sorting its chunks in memory", name)
@@ -121,18 +108,9 @@ class StoreBrowsing:
             found = (p for p in found if (timestamp_of(p[1]) or 0) <= start_from)
         return newest_first(found)[:limit]
 
-    def _all(self, name: str, must: list[models.Condition], *extra: models.Condition) -> list:
+    def _all(self, name: str, must: list[Condition], *extra: Condition) -> list:
         flt = with_conditions(must, *extra)
         return list(self.scroll_payloads(name, query_filter=flt, batch=SCAN_BATCH))
-
-    def point(self, name: str, point_id: str) -> dict[str, Any] | None:
-        """One point's payload; None when the point or the collection does not exist."""
-        found = self._read(
-            name,
-            lambda client: client.retrieve(name, [qdrant_id(point_id)], with_payload=True),
-            missing=[],
-        )
-        return dict(found[0].payload or {}) if found else None
 
     def daily_counts(self, name: str, *, start_ms: int, days: int) -> list[Counter[str]]:
         """Chunks per day (UTC) and source from `start_ms` on, by their `timestamp`; the key ""
@@ -142,19 +120,19 @@ class StoreBrowsing:
         # in Python on every point for every page (9 s at 50k points, bench/viewer.py); reading
         # all points unfiltered and keeping the window here is 10x faster.
         window = time_range(gte=start_ms, lt=start_ms + days * DAY_MS)
-        flt = None if self._local else models.Filter(must=[window])
-        fields = models.PayloadSelectorInclude(include=[TIMESTAMP, "source"])
+        flt = None if self.local else Filter(must=(window,))
+        fields = (TIMESTAMP, SOURCE)
 
         for payload in self._scan(name, flt, fields):
             stamp = timestamp_of(payload)
             if stamp is not None and 0 <= (day := (stamp - start_ms) // DAY_MS) < days:
-                counts[day][str(payload.get("source", ""))] += 1
+                counts[day][str(payload.get(SOURCE, ""))] += 1
         return counts
 
     def _scan(
-        self, name: str, flt: models.Filter | None, fields: models.PayloadSelectorInclude
+        self, name: str, flt: Filter | None, fields: Sequence[str]
     ) -> Iterator[dict[str, Any]]:
-        pages = self.scroll_payloads(name, query_filter=flt, batch=COUNT_BATCH, with_payload=fields)
+        pages = self.scroll_payloads(name, query_filter=flt, batch=COUNT_BATCH, fields=fields)
         for _, payload in pages:
             yield payload
 

@@ -19,6 +19,7 @@ from shared.bm25 import VECTOR_NAME, document_terms, encoding_of, query_terms
 from shared.hybrid_store import hybrid_possible
 from shared.recall_query import RecallFilters
 from shared.store import CollectionState, PointToWrite, Store
+from shared.store_qdrant import QdrantStore
 from tests.support.qdrant_server import QdrantTestServer
 from tests.support.redis_server import RedisServer
 from workers.backfill import backfill
@@ -51,12 +52,12 @@ def st_points(n: int) -> list[PointToWrite]:
 @pytest.fixture(params=["local", "server"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "local":
-        s = Store(QdrantClient(":memory:"), local=True)
+        s = QdrantStore(QdrantClient(":memory:"), local=True)
         yield s
         s.close()
         return
     with QdrantTestServer(tmp_path / "q") as server:
-        s = Store(
+        s = QdrantStore(
             QdrantClient(url=server.url, prefer_grpc=False, timeout=5, check_compatibility=False),
             local=False,
         )
@@ -150,7 +151,7 @@ def test_backfill_is_batched_resumable_and_redone_for_a_new_language(
 
 def test_an_older_server_stays_dense_and_says_so(tmp_path: Path, redis_server: RedisServer) -> None:
     with QdrantTestServer(tmp_path / "q", before_1_18=True) as server:
-        store = Store(
+        store = QdrantStore(
             QdrantClient(url=server.url, prefer_grpc=False, timeout=5, check_compatibility=False),
             local=False,
         )

@@ -9,6 +9,7 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from shared.recall_query import RecallFilters, recall_filter
+from shared.store_qdrant_filters import to_qdrant
 
 T = 1_718_000_000_000
 
@@ -64,12 +65,12 @@ def between(gte: int | None, lte: int | None) -> models.FieldCondition:
 def test_recall_filter(
     filters: RecallFilters, excluded_ids: list[str] | set[str], expected: models.Filter | None
 ) -> None:
-    assert recall_filter(filters, excluded_ids) == expected
+    assert to_qdrant(recall_filter(filters, excluded_ids)) == expected
 
 
 def test_never_matches_text_inside_message_ids() -> None:
     # clients.md §6: text matching inside the comma-joined `messageIds` is unreliable.
-    built = recall_filter(RecallFilters(source="s"), ["m1"])
+    built = to_qdrant(recall_filter(RecallFilters(source="s"), ["m1"]))
     assert built is not None
     conditions = [*(built.must or []), *(built.must_not or [])]
     assert all(getattr(c, "key", None) != "messageIds" for c in conditions)  # type: ignore[union-attr]
@@ -129,6 +130,9 @@ def test_qdrant_applies_the_filter(
     qdrant: QdrantClient, filters: RecallFilters, excluded_ids: list[str], ids: list[int]
 ) -> None:
     found, _ = qdrant.scroll(
-        "mem_t", scroll_filter=recall_filter(filters, excluded_ids), limit=100, with_payload=False
+        "mem_t",
+        scroll_filter=to_qdrant(recall_filter(filters, excluded_ids)),
+        limit=100,
+        with_payload=False,
     )
     assert sorted(int(p.id) for p in found) == ids

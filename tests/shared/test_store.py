@@ -14,8 +14,10 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from shared.errors import DimensionMismatch, ModelMismatch, UpstreamUnavailable
+from shared.filters import Filter, Match, MatchAny, Range
 from shared.settings import Settings
 from shared.store import PAYLOAD_INDEXES, CollectionState, PointToWrite, Store
+from shared.store_qdrant import QdrantStore
 from tests.support.qdrant_server import QdrantTestServer
 
 NAME = "mem_dr_smith"
@@ -53,7 +55,7 @@ def client() -> Iterator[QdrantClient]:
 
 @pytest.fixture
 def store(client: QdrantClient) -> Store:
-    return Store(client, local=True)
+    return QdrantStore(client, local=True)
 
 
 @pytest.fixture
@@ -151,7 +153,7 @@ def test_ensure_refuses_named_vectors(store: Store, client: QdrantClient) -> Non
         store.ensure_collection(NAME, size=DIM, model=MODEL)
 
 
-class RacingStore(Store):
+class RacingStore(QdrantStore):
     """Sees no collection at first, as a worker does when another creates it meanwhile."""
 
     raced = False
@@ -164,7 +166,7 @@ class RacingStore(Store):
 
 
 def test_ensure_survives_losing_the_creation_race(client: QdrantClient) -> None:
-    Store(client, local=True).ensure_collection(NAME, size=DIM, model=MODEL)
+    QdrantStore(client, local=True).ensure_collection(NAME, size=DIM, model=MODEL)
     late = RacingStore(client, local=True)
     late.ensure_collection(NAME, size=DIM, model=MODEL)
     assert late.raced
@@ -199,14 +201,12 @@ def test_query_threshold_limit_and_offset(filled: Store) -> None:
 
 
 def test_query_with_a_filter(filled: Store) -> None:
-    only = models.Filter(
-        must=[
-            models.FieldCondition(
-                key="messageIdList", match=models.MatchAny(any=["m2", "m3", "m6", "m7", "m9"])
-            ),
-            models.FieldCondition(key="timestamp", range=models.Range(gte=3_000)),
-        ],
-        must_not=[models.FieldCondition(key="source", match=models.MatchValue(value="hermes"))],
+    only = Filter(
+        must=(
+            MatchAny("messageIdList", ("m2", "m3", "m6", "m7", "m9")),
+            Range("timestamp", gte=3_000),
+        ),
+        must_not=(Match("source", "hermes"),),
     )
     hits = filled.query(NAME, QUERY, limit=10, score_threshold=None, query_filter=only)
     # m2 is too old; m3 and m7 came from hermes
@@ -222,9 +222,7 @@ def test_scroll_payloads_pages_through_every_match(store: Store) -> None:
     assert seen.keys() == {pid(i) for i in range(300)}
     assert seen[pid(7)]["text"] == "chunk 7"
 
-    recent = models.Filter(
-        must=[models.FieldCondition(key="timestamp", range=models.Range(gte=250_000))]
-    )
+    recent = Filter(must=(Range("timestamp", gte=250_000),))
     assert len(list(store.scroll_payloads(NAME, query_filter=recent, batch=16))) == 50
     assert store.count(NAME, recent) == 50
 
@@ -252,7 +250,7 @@ def test_open_without_url_uses_local_mode_under_the_data_dir(tmp_path: Path) -> 
 def test_unreachable_server_is_upstream_unavailable() -> None:
     # nothing listens on port 1; no version check, whose warning would come from a thread
     client = QdrantClient(url="http://127.0.0.1:1", timeout=1, check_compatibility=False)
-    store = Store(client, local=False)
+    store = QdrantStore(client, local=False)
     try:
         assert store.ping() is False
         with pytest.raises(UpstreamUnavailable) as caught:
@@ -302,7 +300,7 @@ def test_the_http_path_creates_indexes_records_the_model_and_queries(
 
 def test_the_http_path_adopts_an_st_qdrant_memory_collection(server: QdrantTestServer) -> None:
     client = QdrantClient(url=server.url, prefer_grpc=False, timeout=5, check_compatibility=False)
-    store = Store(client, local=False)
+    store = QdrantStore(client, local=False)
     try:
         st_qdrant_memory_collection(client)
         store.ensure_collection(NAME, size=DIM, model=MODEL)
@@ -347,7 +345,7 @@ def test_a_server_without_metadata_gets_the_collection_unrecorded(
         check_compatibility=False,
         transport=OldServer(refuse),
     )
-    store = Store(client, local=False)
+    store = QdrantStore(client, local=False)
     try:
         store.ensure_collection(NAME, size=DIM, model=MODEL)
         store.ensure_collection(NAME, size=DIM, model=MODEL)

@@ -14,6 +14,7 @@ from qdrant_client import QdrantClient, models
 from shared.memory_query import Cursor, MemoryFilters, memory_filter
 from shared.store import PointToWrite, Store
 from shared.store_browse import DAY_MS
+from shared.store_qdrant import QdrantStore
 from tests.support.qdrant_server import QdrantTestServer
 
 NAME = "mem_browse"
@@ -35,14 +36,14 @@ def point(i: int, ts: int, **payload: Any) -> PointToWrite:
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "local":
         client = QdrantClient(":memory:")
-        yield Store(client, local=True)
+        yield QdrantStore(client, local=True)
         client.close()
         return
     with QdrantTestServer(tmp_path / "qdrant") as server:
         # as Store.open builds it, without the version check's thread, which would outlive a
         # quick test and warn once the server has stopped
         http = QdrantClient(url=server.url, prefer_grpc=False, timeout=5, check_compatibility=False)
-        opened = Store(http, local=False)
+        opened = QdrantStore(http, local=False)
         yield opened
         opened.close()
 
@@ -130,7 +131,7 @@ def test_a_server_collection_without_the_timestamp_index_is_still_ordered(
                           for p in (point(i, DAY0 + i) for i in range(5))])  # fmt: skip
         with pytest.raises(Exception, match="No range index"):
             raw.scroll(NAME, order_by=models.OrderBy(key="timestamp"))
-        store = Store(raw, local=False)
+        store = QdrantStore(raw, local=False)
         page, cursor = store.newest_page(NAME, [], limit=3, after=None)
         assert [p for p, _ in page] == [pid(4), pid(3), pid(2)] and cursor is not None
         rest, end = store.newest_page(NAME, [], limit=3, after=cursor)
