@@ -16,6 +16,7 @@ from shared.store import PointToWrite, Store
 from shared.store_browse import DAY_MS
 from shared.store_qdrant import QdrantStore
 from tests.support.qdrant_server import QdrantTestServer
+from tests.support.stores import KINDS, open_store
 
 NAME = "mem_browse"
 DIM = 4
@@ -32,20 +33,10 @@ def point(i: int, ts: int, **payload: Any) -> PointToWrite:
     return PointToWrite(id=pid(i), vector=[1.0, i / 10, 0.0, 0.0], payload=base | payload)
 
 
-@pytest.fixture(params=["local", "server"])
+@pytest.fixture(params=KINDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "local":
-        client = QdrantClient(":memory:")
-        yield QdrantStore(client, local=True)
-        client.close()
-        return
-    with QdrantTestServer(tmp_path / "qdrant") as server:
-        # as Store.open builds it, without the version check's thread, which would outlive a
-        # quick test and warn once the server has stopped
-        http = QdrantClient(url=server.url, prefer_grpc=False, timeout=5, check_compatibility=False)
-        opened = QdrantStore(http, local=False)
+    with open_store(request.param, tmp_path) as opened:
         yield opened
-        opened.close()
 
 
 @pytest.fixture

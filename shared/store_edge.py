@@ -1,0 +1,528 @@
+"""The Store on Qdrant Edge (qdrant-edge-py): the embedded engine of `memory-pool serve`, the
+same segment, HNSW, payload-index and sparse-vector code as a Qdrant server, in-process.
+
+One Edge shard per collection under `<data_dir>/edge/<collection>/`, with what Qdrant keeps as
+collection metadata (model, vector size, BM25 encoding) in `<collection>.json` beside it. An Edge
+shard is opened by one process: separate `memory-pool worker` processes need a Qdrant server.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import qdrant_edge as edge
+
+from shared.bm25 import VECTOR_NAME, Terms
+from shared.edge_filters import to_edge
+from shared.errors import CollectionMissing, DimensionMismatch
+from shared.fields import TIMESTAMP
+from shared.filters import Filter, HasIds
+from shared.format import RecallHit
+from shared.memory_query import qdrant_id
+from shared.store import (
+    PAYLOAD_INDEXES,
+    UPSERT_BATCH,
+    CollectionState,
+    FusedPoint,
+    Fusion,
+    LexicalUnavailable,
+    Offset,
+    PointToWrite,
+    Store,
+    StoredPoint,
+)
+from shared.store_browse import Point
+from shared.store_rules import check_compatible
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from shared.settings import Settings
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+SCHEMAS = {"keyword": edge.PayloadSchemaType.Keyword, "integer": edge.PayloadSchemaType.Integer}
+# Qdrant's default RRF constant, as the server uses for `{"fusion": "rrf"}`.
+RRF_K = 60
+SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,254}")
+# Edge builds HNSW only in optimize(), which holds the GIL for its whole run (qdrant-edge-py
+# 0.9.0): a segment is indexed once it holds INDEXING_KB of vectors and never grows past
+# MAX_SEGMENT_KB, so each run indexes one small segment and the process stalls briefly
+# (BENCHMARKS.md, "Qdrant Edge"). Both in KB of vector data.
+INDEXING_KB = 4_000
+MAX_SEGMENT_KB = 16_000
+# How often the background optimizer looks at shards written since its last run.
+OPTIMIZE_EVERY_SECONDS = 2.0
+
+
+def optimizers() -> edge.EdgeOptimizersConfig:
+    return edge.EdgeOptimizersConfig(
+        indexing_threshold=INDEXING_KB, max_segment_size=MAX_SEGMENT_KB
+    )
+
+
+@dataclass
+class Shard:
+    """One open Edge shard, its lock (every call on it), and whether it was written since
+    its last optimize."""
+
+    handle: edge.EdgeShard
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    dirty: bool = False
+
+
+class EdgeStore(Store):
+    """Collections as Qdrant Edge shards in one folder, for one process."""
+
+    def __init__(self, root: Path, *, optimize_in_background: bool = True) -> None:
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.bm25: dict[str, bool] = {}
+        self._shards: dict[str, Shard] = {}
+        self._open_lock = threading.Lock()
+        self._closed = threading.Event()
+        self._optimizer: threading.Thread | None = None
+        if optimize_in_background:
+            self._optimizer = threading.Thread(
+                target=self._optimize_loop, name="edge-optimizer", daemon=True
+            )
+            self._optimizer.start()
+
+    @classmethod
+    def open(cls, settings: Settings) -> EdgeStore:
+        return cls(settings.data_dir / "edge")
+
+    @property
+    def local(self) -> bool:
+        return False  # indexed filters and HNSW, as on a server
+
+    @property
+    def kind(self) -> str:
+        return "embedded"
+
+    def close(self) -> None:
+        self._closed.set()
+        if self._optimizer is not None:
+            self._optimizer.join(timeout=60)
+        with self._open_lock:
+            for shard in self._shards.values():
+                with shard.lock:
+                    shard.handle.close()
+            self._shards.clear()
+
+    def ping(self) -> bool:
+        return not self._closed.is_set() and self.root.is_dir()
+
+    # --- shards ------------------------------------------------------------------------------
+
+    def _path(self, name: str) -> Path:
+        if not SAFE_NAME.fullmatch(name) or name in (".", ".."):
+            raise ValueError(f"collection name {name[:80]!r} cannot be a folder name")
+        return self.root / name
+
+    def _meta_path(self, name: str) -> Path:
+        return self.root / f"{name}.json"
+
+    def _shard(self, name: str) -> Shard | None:
+        """The open shard of a collection; None when it does not exist."""
+        with self._open_lock:
+            shard = self._shards.get(name)
+            if shard is None:
+                path = self._path(name)
+                if not (path.is_dir() and any(path.iterdir())):
+                    return None
+                shard = self._shards[name] = Shard(edge.EdgeShard.load(str(path)))
+            return shard
+
+    def _with(self, name: str, call: Callable[[edge.EdgeShard], T], *, missing: T) -> T:
+        shard = self._shard(name)
+        if shard is None:
+            return missing
+        with shard.lock:
+            return call(shard.handle)
+
+    def _write(self, name: str, operation: edge.UpdateOperation) -> None:
+        shard = self._shard(name)
+        if shard is None:
+            raise CollectionMissing(f"collection {name!r} does not exist")
+        with shard.lock:
+            shard.handle.update(operation)
+            shard.dirty = True
+
+    def _metadata(self, name: str) -> dict[str, Any]:
+        try:
+            loaded = json.loads(self._meta_path(name).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        return loaded if isinstance(loaded, dict) else {}
+
+    def _record(self, name: str, **entries: Any) -> None:
+        """Metadata merged key by key (as Qdrant does), written atomically: a crash leaves
+        the old file or the new one, never half of one."""
+        with self._open_lock:
+            metadata = {**self._metadata(name), **entries}
+            target = self._meta_path(name)
+            temporary = target.with_suffix(".json.tmp")
+            temporary.write_text(json.dumps(metadata, sort_keys=True), encoding="utf-8")
+            with open(temporary, "rb") as written:
+                os.fsync(written.fileno())
+            os.replace(temporary, target)
+
+    # --- collections ---------------------------------------------------------------------
+
+    def collection(self, name: str) -> CollectionState | None:
+        shard = self._shard(name)
+        if shard is None:
+            return None
+        with shard.lock:
+            info = shard.handle.info()
+        metadata = self._metadata(name)
+        size = metadata.get("dimensions")
+        model = metadata.get("embedding_model")
+        encoding = metadata.get("bm25_encoding")
+        return CollectionState(
+            name=name,
+            size=size if isinstance(size, int) else None,
+            points_count=info.points_count,
+            model=model if isinstance(model, str) else None,
+            indexed_fields=frozenset(info.payload_schema),
+            sparse_names=(VECTOR_NAME,),
+            bm25_encoding=encoding if isinstance(encoding, str) else None,
+        )
+
+    def ensure_collection(self, name: str, *, size: int, model: str) -> CollectionState:
+        state = self.collection(name)
+        if state is None:
+            self._create(name, size=size, model=model)
+            state = self.collection(name)
+            assert state is not None
+        check_compatible(state, size=size, model=model)
+        if state.model is None:
+            self._record(name, embedding_model=model, dimensions=size)
+            state = self.collection(name)
+            assert state is not None
+        missing = [f for f in PAYLOAD_INDEXES if f not in state.indexed_fields]
+        for field_name in missing:
+            self._write(
+                name,
+                edge.UpdateOperation.create_field_index(
+                    field_name, SCHEMAS[PAYLOAD_INDEXES[field_name]]
+                ),
+            )
+        if missing:
+            state = self.collection(name)
+            assert state is not None
+        self.bm25[name] = True
+        return state
+
+    def _create(self, name: str, *, size: int, model: str) -> None:
+        config = edge.EdgeConfig(
+            vectors=edge.EdgeVectorParams(size=size, distance=edge.Distance.Cosine),
+            sparse_vectors={VECTOR_NAME: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
+            optimizers=optimizers(),
+        )
+        # the metadata first: a shard is never seen without its model and size
+        self._record(name, embedding_model=model, dimensions=size)
+        with self._open_lock:
+            path = self._path(name)
+            if name not in self._shards and not (path.is_dir() and any(path.iterdir())):
+                self._shards[name] = Shard(edge.EdgeShard.create(str(path), config))
+                log.info("Qdrant Edge shard %s created in %s", name, path)
+
+    # --- points ----------------------------------------------------------------------------
+
+    def upsert(self, name: str, points: Sequence[PointToWrite]) -> None:
+        for start in range(0, len(points), UPSERT_BATCH):
+            batch = points[start : start + UPSERT_BATCH]
+            structs = [edge.Point(p.id, _vectors(p.vector, p.terms), p.payload) for p in batch]
+            self._write(name, edge.UpdateOperation.upsert_points(structs))
+
+    def query(
+        self,
+        name: str,
+        vector: Sequence[float],
+        *,
+        limit: int,
+        offset: int = 0,
+        score_threshold: float | None,
+        query_filter: Filter | None = None,
+    ) -> list[RecallHit]:
+        request = edge.QueryRequest(
+            limit=limit,
+            offset=offset,
+            query=edge.Query.Nearest(list(vector)),
+            filter=to_edge(query_filter),
+            score_threshold=score_threshold,
+            with_payload=True,
+            with_vector=False,
+        )
+        try:
+            found = self._with(name, lambda s: s.query(request), missing=[])
+        except Exception as e:
+            if "dimension" not in str(e):
+                raise
+            raise DimensionMismatch(
+                f"collection {name!r} refused a query vector of {len(vector)} dimensions; "
+                f"it was made with another embedding model: {e}"
+            ) from e
+        return [RecallHit(id=str(p.id), score=p.score, payload=p.payload or {}) for p in found]
+
+    def fused_query(
+        self,
+        name: str,
+        dense: Sequence[float],
+        terms: Terms,
+        *,
+        prefetch: int,
+        score_threshold: float | None,
+        query_filter: Filter | None,
+        lexical_threshold: float,
+        fusion: Fusion,
+    ) -> list[FusedPoint]:
+        flt = to_edge(query_filter)
+        sparse = edge.SparseVector(list(terms.indices), list(terms.values))
+        legs = [
+            edge.Prefetch(
+                limit=prefetch,
+                query=edge.Query.Nearest(list(dense)),
+                filter=flt,
+                score_threshold=score_threshold,
+            ),
+            edge.Prefetch(
+                limit=prefetch,
+                query=edge.Query.Nearest(sparse, using=VECTOR_NAME),
+                filter=flt,
+                score_threshold=lexical_threshold,
+            ),
+        ]
+        how = edge.Fusion.Dbsf() if fusion == "dbsf" else edge.Fusion.Rrf(k=RRF_K)
+        request = edge.QueryRequest(
+            limit=2 * prefetch, prefetches=legs, query=how, with_payload=True, with_vector=False
+        )
+        try:
+            found = self._with(name, lambda s: s.query(request), missing=[])
+        except Exception as exc:
+            raise LexicalUnavailable(f"{name} refused a fused query: {exc}") from exc
+        return [FusedPoint(str(p.id), p.score, dict(p.payload or {})) for p in found]
+
+    def cosines(self, name: str, ids: Sequence[str], dense: Sequence[float]) -> dict[str, float]:
+        if not ids:
+            return {}
+        request = edge.QueryRequest(
+            limit=len(ids),
+            query=edge.Query.Nearest(list(dense)),
+            filter=to_edge(Filter(must=(HasIds(tuple(ids)),))),
+            with_payload=False,
+        )
+        found = self._with(name, lambda s: s.query(request), missing=[])
+        return {str(p.id): p.score for p in found}
+
+    def page(
+        self,
+        name: str,
+        *,
+        query_filter: Filter | None = None,
+        limit: int,
+        offset: Offset = None,
+        fields: Sequence[str] | None = None,
+    ) -> tuple[list[Point], Offset]:
+        request = edge.ScrollRequest(
+            offset=None if offset is None else qdrant_id(str(offset)),
+            limit=limit,
+            filter=to_edge(query_filter),
+            with_payload=True if fields is None else list(fields),
+            with_vector=False,
+        )
+        records, following = self._with(name, lambda s: s.scroll(request), missing=([], None))
+        found = [(str(r.id), dict(r.payload or {})) for r in records]
+        return found, None if following is None else _offset(following)
+
+    def ordered_page(
+        self, name: str, query_filter: Filter | None, limit: int, *, start_from: int | None = None
+    ) -> list[Point] | None:
+        order = edge.OrderBy(TIMESTAMP, direction=edge.Direction.Desc, start_from=start_from)
+        request = edge.ScrollRequest(
+            limit=limit, filter=to_edge(query_filter), with_payload=True, order_by=order
+        )
+        records, _ = self._with(name, lambda s: s.scroll(request), missing=([], None))
+        return [(str(r.id), dict(r.payload or {})) for r in records]
+
+    def point(self, name: str, point_id: str) -> dict[str, Any] | None:
+        found = self._with(
+            name,
+            lambda s: s.retrieve([qdrant_id(point_id)], with_payload=True, with_vector=False),
+            missing=[],
+        )
+        return dict(found[0].payload or {}) if found else None
+
+    def delete_points(self, name: str, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        shard = self._shard(name)
+        if shard is None:
+            return 0
+        with shard.lock:  # counted and deleted under one hold: no write comes between
+            found = shard.handle.count(
+                edge.CountRequest(filter=to_edge(Filter(must=(HasIds(tuple(ids)),))), exact=True)
+            )
+            if found:
+                shard.handle.update(edge.UpdateOperation.delete_points([qdrant_id(i) for i in ids]))
+                shard.dirty = True
+        return found
+
+    def count(self, name: str, query_filter: Filter | None = None) -> int:
+        request = edge.CountRequest(filter=to_edge(query_filter), exact=True)
+        return self._with(name, lambda s: s.count(request), missing=0)
+
+    def facet_counts(self, name: str, key: str, *, limit: int = 100) -> dict[str, int]:
+        request = edge.FacetRequest(key=key, limit=limit, exact=True)
+        response = self._with(name, lambda s: s.facet(request), missing=None)
+        if response is None:
+            return {}
+        return {_facet_value(hit.value): int(hit.count) for hit in response.hits}
+
+    # --- BM25 terms ------------------------------------------------------------------------
+
+    def write_missing_terms(self, name: str, terms: Sequence[tuple[str, Terms]]) -> None:
+        vectors = [
+            edge.PointVectors(
+                qdrant_id(pid),
+                {VECTOR_NAME: edge.SparseVector(list(t.indices), list(t.values))},
+            )
+            for pid, t in terms
+        ]
+        if not vectors:
+            return
+        lacking = edge.Filter(must_not=[edge.HasVectorCondition(VECTOR_NAME)])
+        try:
+            self._write(name, edge.UpdateOperation.update_vectors(vectors, lacking))
+        except Exception as exc:
+            # as on a server: the others are written, a deleted point stays deleted
+            if "No point with id" not in str(exc):
+                raise
+            log.debug("backfill of %s: a point was deleted meanwhile: %s", name, exc)
+
+    def drop_terms(self, name: str) -> None:
+        if self._shard(name) is not None:
+            everything = edge.Filter()
+            self._write(
+                name, edge.UpdateOperation.delete_vectors_by_filter(everything, [VECTOR_NAME])
+            )
+
+    def record_encoding(self, name: str, encoding: str) -> None:
+        if self._shard(name) is not None:
+            self._record(name, bm25_encoding=encoding)
+
+    # --- moving a pool -----------------------------------------------------------------------
+
+    def iter_points(
+        self, name: str, *, with_vectors: bool = True, page: int = 256
+    ) -> Iterator[StoredPoint]:
+        offset: Any = None
+        while True:
+            request = edge.ScrollRequest(
+                offset=offset, limit=page, with_payload=True, with_vector=with_vectors
+            )
+            records, offset = self._with(name, lambda s, r=request: s.scroll(r), missing=([], None))
+            for record in records:
+                yield _stored(record)
+            if offset is None:
+                return
+
+    def write_points(self, name: str, points: Sequence[StoredPoint]) -> None:
+        for start in range(0, len(points), UPSERT_BATCH):
+            structs = [
+                edge.Point(qdrant_id(p.id), _stored_vectors(p), p.payload)
+                for p in points[start : start + UPSERT_BATCH]
+            ]
+            self._write(name, edge.UpdateOperation.upsert_points(structs))
+
+    # --- indexing ------------------------------------------------------------------------------
+
+    def optimize(self, name: str) -> float:
+        """Indexes what was written since the last run (HNSW for full segments); the seconds
+        it took, all of them with the GIL held."""
+        shard = self._shard(name)
+        if shard is None:
+            return 0.0
+        started = time.perf_counter()
+        with shard.lock:
+            shard.dirty = False
+            shard.handle.optimize()
+        return time.perf_counter() - started
+
+    def optimize_written(self) -> None:
+        """One optimize of every shard written since its last one."""
+        with self._open_lock:
+            dirty = [name for name, shard in self._shards.items() if shard.dirty]
+        for name in dirty:
+            if self._closed.is_set():
+                return
+            took = self.optimize(name)
+            if took > 0.1:
+                log.info("Qdrant Edge optimized %s in %.0f ms", name, took * 1000)
+
+    def _optimize_loop(self) -> None:
+        while not self._closed.wait(OPTIMIZE_EVERY_SECONDS):
+            try:
+                self.optimize_written()
+            except Exception:  # the next run tries again; a query meanwhile is only slower
+                log.exception("Qdrant Edge optimize failed")
+
+    def flush(self) -> None:
+        with self._open_lock:
+            shards = list(self._shards.values())
+        for shard in shards:
+            with shard.lock:
+                shard.handle.flush()
+
+
+def _vectors(dense: Sequence[float], terms: Terms | None) -> Any:
+    if terms is None:
+        return list(dense)
+    sparse = edge.SparseVector(list(terms.indices), list(terms.values))
+    return {"": list(dense), VECTOR_NAME: sparse}
+
+
+def _stored_vectors(point: StoredPoint) -> Any:
+    vectors: dict[str, Any] = {}
+    if point.vector is not None:
+        vectors[""] = list(point.vector)
+    if point.sparse is not None:
+        indices, values = point.sparse
+        vectors[VECTOR_NAME] = edge.SparseVector(list(indices), list(values))
+    return vectors
+
+
+def _stored(record: edge.Record) -> StoredPoint:
+    vector = record.vector
+    dense: list[float] | None = None
+    sparse: tuple[list[int], list[float]] | None = None
+    if isinstance(vector, list):
+        dense = [float(x) for x in vector]
+    elif isinstance(vector, dict):
+        unnamed = vector.get("")
+        dense = [float(x) for x in unnamed] if isinstance(unnamed, list) else None
+        terms = vector.get(VECTOR_NAME)
+        if isinstance(terms, edge.SparseVector):
+            sparse = (list(terms.indices), list(terms.values))
+    return StoredPoint(str(record.id), dict(record.payload or {}), dense, sparse)
+
+
+def _offset(raw: Any) -> Offset:
+    return raw if isinstance(raw, int) else str(raw)
+
+
+def _facet_value(value: Any) -> str:
+    return str(value)

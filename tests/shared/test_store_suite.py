@@ -1,0 +1,220 @@
+"""One suite, every Store behaviour memory-pool relies on, run against both implementations:
+Qdrant Edge ("edge", serve's embedded engine) and qdrant-client over the REST test server
+("server"). Implementation-specific behaviour (st-qdrant-memory's collections on a server,
+older servers) stays in test_store.py and test_bm25_store.py."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shared import bm25_store
+from shared.bm25 import document_terms, query_terms
+from shared.errors import CollectionMissing, DimensionMismatch, ModelMismatch
+from shared.filters import Filter, HasIds, IsEmpty, Match, MatchAny, Range
+from shared.store import PAYLOAD_INDEXES, PointToWrite, Store, StoredPoint
+from shared.store_edge import EdgeStore
+from tests.support.stores import KINDS, open_store
+
+NAME = "mem_suite"
+DIM = 4
+MODEL = "text-embedding-3-small"
+QUERY = [1.0, 0.0, 0.0, 0.0]
+
+
+def pid(i: int) -> str:
+    return str(uuid.UUID(int=i + 1))
+
+
+def score(i: int) -> float:
+    return 1 / math.sqrt(1 + (i / 10) ** 2)
+
+
+def point(i: int, *, terms: bool = True, **payload: Any) -> PointToWrite:
+    text = f"Alex: chunk {i} about {'rivers' if i % 2 else 'mountains'}"
+    base = {"text": text, "timestamp": 1_000 * i, "messageIdList": [f"m{i}"]}
+    return PointToWrite(
+        id=pid(i),
+        vector=[1.0, i / 10, 0.0, 0.0],
+        payload=base | payload,
+        terms=document_terms(text) if terms else None,
+    )
+
+
+@pytest.fixture(params=KINDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    with open_store(request.param, tmp_path) as opened:
+        yield opened
+
+
+@pytest.fixture
+def filled(store: Store) -> Store:
+    store.ensure_collection(NAME, size=DIM, model=MODEL)
+    store.upsert(NAME, [point(i, source="hermes" if i % 4 == 3 else "discord") for i in range(12)])
+    return store
+
+
+def test_a_new_collection_has_both_vectors_the_model_and_the_indexes(store: Store) -> None:
+    assert store.collection(NAME) is None
+    state = store.ensure_collection(NAME, size=DIM, model=MODEL)
+    assert state.size == DIM and state.model == MODEL and state.has_bm25
+    read = store.collection(NAME)
+    assert read is not None and read.indexed_fields == set(PAYLOAD_INDEXES)
+    assert read.points_count == 0
+    again = store.ensure_collection(NAME, size=DIM, model=MODEL)  # idempotent
+    assert again.size == DIM
+
+
+def test_another_size_or_model_is_refused(store: Store) -> None:
+    store.ensure_collection(NAME, size=DIM, model=MODEL)
+    with pytest.raises(DimensionMismatch):
+        store.ensure_collection(NAME, size=8, model=MODEL)
+    with pytest.raises(ModelMismatch):
+        store.ensure_collection(NAME, size=DIM, model="other-model")
+
+
+def test_a_missing_collection_reads_as_empty_and_refuses_writes(store: Store) -> None:
+    assert store.query(NAME, QUERY, limit=3, score_threshold=None) == []
+    assert store.count(NAME) == 0
+    assert list(store.scroll_payloads(NAME)) == []
+    assert store.point(NAME, pid(1)) is None
+    assert store.delete_points(NAME, [pid(1)]) == 0
+    assert store.facet_counts(NAME, "source") == {}
+    assert list(store.iter_points(NAME)) == []
+    with pytest.raises(CollectionMissing):
+        store.upsert(NAME, [point(1)])
+
+
+def test_query_by_score_threshold_offset_and_filter(filled: Store) -> None:
+    hits = filled.query(NAME, QUERY, limit=3, score_threshold=None)
+    assert [h.id for h in hits] == [pid(0), pid(1), pid(2)]
+    assert [h.score for h in hits] == pytest.approx([score(0), score(1), score(2)], rel=1e-4)
+    assert hits[0].payload["text"].startswith("Alex: chunk 0")
+    above = filled.query(NAME, QUERY, limit=10, score_threshold=0.9)
+    assert [h.id for h in above] == [pid(i) for i in range(5)]
+    page = filled.query(NAME, QUERY, limit=3, offset=2, score_threshold=None)
+    assert [h.id for h in page] == [pid(2), pid(3), pid(4)]
+    listed = MatchAny("messageIdList", ("m2", "m3", "m6", "m7", "m9"))
+    only = Filter(
+        must=(listed, Range("timestamp", gte=3_000)), must_not=(Match("source", "hermes"),)
+    )
+    found = filled.query(NAME, QUERY, limit=10, score_threshold=None, query_filter=only)
+    assert [h.id for h in found] == [pid(6), pid(9)]
+
+
+def test_the_plugins_exclusions_leave_out_listed_chunks(filled: Store) -> None:
+    excluded = tuple(f"m{i}" for i in range(0, 12, 2)) + tuple(f"x{i}" for i in range(24))
+    flt = Filter(must_not=(MatchAny("messageIdList", excluded),))
+    hits = filled.query(NAME, QUERY, limit=10, score_threshold=None, query_filter=flt)
+    assert [h.id for h in hits] == [pid(i) for i in range(1, 12, 2)]
+
+
+def test_upsert_overwrites_and_delete_reports_what_existed(filled: Store) -> None:
+    filled.upsert(NAME, [point(1, text="second")])
+    assert filled.count(NAME) == 12
+    assert filled.point(NAME, pid(1))["text"] == "second"  # type: ignore[index]
+    assert filled.delete_points(NAME, [pid(0), pid(1), pid(99)]) == 2
+    assert filled.count(NAME) == 10
+    assert filled.delete_points(NAME, []) == 0
+    assert filled.query(NAME, QUERY, limit=1, score_threshold=None)[0].id == pid(2)
+
+
+def test_scroll_count_and_facets(store: Store) -> None:
+    store.ensure_collection(NAME, size=DIM, model=MODEL)
+    store.upsert(NAME, [point(i, source="a" if i < 200 else "b") for i in range(300)])
+    seen = dict(store.scroll_payloads(NAME, batch=64))
+    assert seen.keys() == {pid(i) for i in range(300)}
+    recent = Filter(must=(Range("timestamp", gte=250_000),))
+    assert len(list(store.scroll_payloads(NAME, query_filter=recent, batch=16))) == 50
+    assert store.count(NAME, recent) == 50
+    assert store.count(NAME, Filter(must=(HasIds((pid(1), pid(2), pid(999))),))) == 2
+    assert store.count(NAME, Filter(must=(IsEmpty("userIdList"),))) == 300
+    assert store.facet_counts(NAME, "source") == {"a": 200, "b": 100}
+    only_text = dict(store.scroll_payloads(NAME, batch=500, fields=("text",)))
+    assert set(only_text[pid(3)]) == {"text"}
+
+
+def test_fused_query_and_cosines(filled: Store) -> None:
+    terms = query_terms("rivers", "english")
+    for fusion in ("dbsf", "rrf"):
+        fused = filled.fused_query(
+            NAME, QUERY, terms, prefetch=4, score_threshold=None,
+            query_filter=None, lexical_threshold=0.0, fusion=fusion,
+        )  # fmt: skip
+        ids = [p.id for p in fused]
+        assert pid(0) in ids  # the best dense
+        assert any(pid(i) in ids for i in (5, 7, 9, 11))  # rivers, far down the dense order
+    cosines = filled.cosines(NAME, [pid(0), pid(3), pid(99)], QUERY)
+    assert cosines.keys() == {pid(0), pid(3)}
+    assert cosines[pid(3)] == pytest.approx(score(3), rel=1e-4)
+
+
+def test_bm25_backfill_writes_only_where_terms_are_missing(store: Store) -> None:
+    store.ensure_collection(NAME, size=DIM, model=MODEL)
+    store.upsert(NAME, [point(i, terms=i >= 3) for i in range(6)])
+    assert bm25_store.lacking_terms(store, NAME) == 3
+    page, _ = bm25_store.page_lacking_terms(store, NAME, limit=10)
+    assert sorted(p for p, _ in page) == [pid(0), pid(1), pid(2)]
+    assert all(text.startswith("Alex: chunk") for _, text in page)
+    store.delete_points(NAME, [pid(2)])
+    computed = [(p, document_terms(text)) for p, text in page]
+    bm25_store.write_missing_terms(store, NAME, computed)  # pid(2) is gone: stays gone
+    assert bm25_store.lacking_terms(store, NAME) == 0
+    assert store.count(NAME) == 5
+    bm25_store.drop_terms(store, NAME)
+    assert bm25_store.lacking_terms(store, NAME) == 5
+    bm25_store.record_encoding(store, NAME, "english-v1")
+    state = store.collection(NAME)
+    assert state is not None and state.bm25_encoding == "english-v1" and state.model == MODEL
+
+
+def test_newest_page_orders_by_timestamp(filled: Store) -> None:
+    page, cursor = filled.newest_page(NAME, [Match("source", "discord")], limit=3, after=None)
+    assert [p for p, _ in page] == [pid(10), pid(9), pid(8)] and cursor is not None
+    rest, _ = filled.newest_page(NAME, [Match("source", "discord")], limit=3, after=cursor)
+    assert [p for p, _ in rest] == [pid(6), pid(5), pid(4)]
+
+
+def test_iter_points_and_write_points_round_trip(filled: Store, tmp_path: Path) -> None:
+    points = list(filled.iter_points(NAME, page=5))
+    assert [p.id for p in points] == sorted(pid(i) for i in range(12))
+    first = points[0]
+    assert first.vector is not None and len(first.vector) == DIM and first.sparse is not None
+    with open_store("edge", tmp_path / "copy") as target:
+        target.ensure_collection(NAME, size=DIM, model=MODEL)
+        target.write_points(NAME, points)
+        copied = list(target.iter_points(NAME))
+    assert [(p.id, p.payload) for p in copied] == [(p.id, p.payload) for p in points]
+    for a, b in zip(copied, points, strict=True):  # Edge keeps float32
+        assert a.vector == pytest.approx(b.vector, rel=1e-6)
+        assert a.sparse is not None and b.sparse is not None and a.sparse[0] == b.sparse[0]
+        assert a.sparse[1] == pytest.approx(b.sparse[1], rel=1e-6)
+    bare = list(filled.iter_points(NAME, with_vectors=False))
+    assert all(p.vector is None and p.sparse is None for p in bare)
+    assert isinstance(bare[0], StoredPoint)
+
+
+def test_an_edge_shard_keeps_everything_across_a_restart(tmp_path: Path) -> None:
+    first = EdgeStore(tmp_path / "edge")
+    first.ensure_collection(NAME, size=DIM, model=MODEL)
+    first.upsert(NAME, [point(i) for i in range(20)])
+    first.record_encoding(NAME, "english-v1")
+    first.optimize(NAME)
+    first.upsert(NAME, [point(20)])  # after the optimize, in the write-ahead log only
+    first.close()
+    again = EdgeStore(tmp_path / "edge")
+    try:
+        state = again.collection(NAME)
+        assert state is not None
+        assert (state.points_count, state.model, state.size) == (21, MODEL, DIM)
+        assert state.bm25_encoding == "english-v1"
+        assert state.indexed_fields == set(PAYLOAD_INDEXES)
+        assert again.query(NAME, QUERY, limit=1, score_threshold=None)[0].id == pid(0)
+        assert again.point(NAME, pid(20)) is not None
+    finally:
+        again.close()
