@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import qdrant_edge as edge
 
 from shared.filters import Condition, Filter, HasIds, HasVector, IsEmpty, Match, MatchAny, Range
@@ -16,7 +18,7 @@ def to_edge(flt: Filter | None) -> edge.Filter | None:
     return edge.Filter(must=must or None, must_not=must_not or None)
 
 
-def condition(c: Condition) -> object:
+def condition(c: Condition) -> Any:
     match c:
         case Match(field, value):
             return edge.FieldCondition(field, match=edge.MatchValue(value))

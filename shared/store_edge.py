@@ -62,6 +62,10 @@ SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,254}")
 # (BENCHMARKS.md, "Qdrant Edge"). Both in KB of vector data.
 INDEXING_KB = 4_000
 MAX_SEGMENT_KB = 16_000
+# What a missing collection reads as (never mutated)
+NO_HITS: list[edge.ScoredPoint] = []
+NO_RECORDS: list[edge.Record] = []
+NO_PAGE: tuple[list[edge.Record], Any] = ([], None)
 # How often the background optimizer looks at shards written since its last run.
 OPTIMIZE_EVERY_SECONDS = 2.0
 
@@ -268,7 +272,7 @@ class EdgeStore(Store):
             with_vector=False,
         )
         try:
-            found = self._with(name, lambda s: s.query(request), missing=[])
+            found = self._with(name, lambda s: s.query(request), missing=NO_HITS)
         except Exception as e:
             if "dimension" not in str(e):
                 raise
@@ -306,12 +310,12 @@ class EdgeStore(Store):
                 score_threshold=lexical_threshold,
             ),
         ]
-        how = edge.Fusion.Dbsf() if fusion == "dbsf" else edge.Fusion.Rrf(k=RRF_K)
+        how: Any = edge.Fusion.Dbsf() if fusion == "dbsf" else edge.Fusion.Rrf(k=RRF_K)
         request = edge.QueryRequest(
             limit=2 * prefetch, prefetches=legs, query=how, with_payload=True, with_vector=False
         )
         try:
-            found = self._with(name, lambda s: s.query(request), missing=[])
+            found = self._with(name, lambda s: s.query(request), missing=NO_HITS)
         except Exception as exc:
             raise LexicalUnavailable(f"{name} refused a fused query: {exc}") from exc
         return [FusedPoint(str(p.id), p.score, dict(p.payload or {})) for p in found]
@@ -325,7 +329,7 @@ class EdgeStore(Store):
             filter=to_edge(Filter(must=(HasIds(tuple(ids)),))),
             with_payload=False,
         )
-        found = self._with(name, lambda s: s.query(request), missing=[])
+        found = self._with(name, lambda s: s.query(request), missing=NO_HITS)
         return {str(p.id): p.score for p in found}
 
     def page(
@@ -344,7 +348,7 @@ class EdgeStore(Store):
             with_payload=True if fields is None else list(fields),
             with_vector=False,
         )
-        records, following = self._with(name, lambda s: s.scroll(request), missing=([], None))
+        records, following = self._with(name, lambda s: s.scroll(request), missing=NO_PAGE)
         found = [(str(r.id), dict(r.payload or {})) for r in records]
         return found, None if following is None else _offset(following)
 
@@ -355,14 +359,14 @@ class EdgeStore(Store):
         request = edge.ScrollRequest(
             limit=limit, filter=to_edge(query_filter), with_payload=True, order_by=order
         )
-        records, _ = self._with(name, lambda s: s.scroll(request), missing=([], None))
+        records, _ = self._with(name, lambda s: s.scroll(request), missing=NO_PAGE)
         return [(str(r.id), dict(r.payload or {})) for r in records]
 
     def point(self, name: str, point_id: str) -> dict[str, Any] | None:
         found = self._with(
             name,
             lambda s: s.retrieve([qdrant_id(point_id)], with_payload=True, with_vector=False),
-            missing=[],
+            missing=NO_RECORDS,
         )
         return dict(found[0].payload or {}) if found else None
 
@@ -434,7 +438,13 @@ class EdgeStore(Store):
             request = edge.ScrollRequest(
                 offset=offset, limit=page, with_payload=True, with_vector=with_vectors
             )
-            records, offset = self._with(name, lambda s, r=request: s.scroll(r), missing=([], None))
+
+            def scroll(
+                s: edge.EdgeShard, r: edge.ScrollRequest = request
+            ) -> tuple[list[edge.Record], Any]:
+                return s.scroll(r)
+
+            records, offset = self._with(name, scroll, missing=NO_PAGE)
             for record in records:
                 yield _stored(record)
             if offset is None:
@@ -506,7 +516,7 @@ def _stored_vectors(point: StoredPoint) -> Any:
 
 
 def _stored(record: edge.Record) -> StoredPoint:
-    vector = record.vector
+    vector: Any = record.vector
     dense: list[float] | None = None
     sparse: tuple[list[int], list[float]] | None = None
     if isinstance(vector, list):
