@@ -70,8 +70,9 @@ def _require_servers(settings: Settings, role: str) -> None:
         raise typer.Exit(code=2)
     if role == "worker" and not settings.qdrant_url:
         typer.echo(
-            "error: `memory-pool worker` needs QDRANT_URL. Without it Qdrant runs in local mode, "
-            "which only one process may open: `memory-pool serve` runs its worker inside itself.",
+            "error: `memory-pool worker` needs QDRANT_URL. Without it Qdrant runs embedded "
+            "(Qdrant Edge), which only one process may open: `memory-pool serve` runs its "
+            "worker inside itself.",
             err=True,
         )
         raise typer.Exit(code=2)

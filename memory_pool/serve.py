@@ -16,8 +16,10 @@ from celery.worker import state as worker_state
 
 from api.app import create_app
 from memory_pool.embedded_redis import EmbeddedRedis
+from shared.local_migration import MigrationFailed, migrate_local_mode
 from shared.runtime import Runtime
 from shared.settings import Settings
+from shared.store_edge import EdgeStore
 from workers.celery_app import make_celery
 from workers.metrics import meter_scheduler
 from workers.scheduler import celery_scheduler
@@ -40,7 +42,7 @@ class ServeError(RuntimeError):
 class InProcessWorker:
     """A Celery worker with a thread pool, run in a daemon thread of this process.
 
-    The flushes must run here: Qdrant's local mode can be opened by one process only.
+    The flushes must run here: an embedded Qdrant Edge shard is opened by one process only.
     """
 
     def __init__(self, app: Celery, *, concurrency: int = WORKER_THREADS) -> None:
@@ -124,9 +126,14 @@ def _with_redis(settings: Settings, stack: ExitStack) -> Settings:
 def _open_runtime(settings: Settings, stack: ExitStack) -> Runtime:
     try:
         runtime = Runtime.build(settings)
-    except RuntimeError as exc:  # qdrant-client: a local folder another process holds
-        raise ServeError(f"cannot open Qdrant's local storage: {exc}") from exc
+    except RuntimeError as exc:  # a data folder another process holds
+        raise ServeError(f"cannot open the embedded Qdrant storage: {exc}") from exc
     stack.callback(runtime.close)
+    if isinstance(runtime.store, EdgeStore):
+        try:
+            migrate_local_mode(settings.data_dir, runtime.store)
+        except MigrationFailed as exc:
+            raise ServeError(f"cannot migrate the previous version's data: {exc}") from exc
     return runtime
 
 
@@ -150,7 +157,7 @@ def _log_setup(settings: Settings, runtime: Runtime) -> None:
     if settings.qdrant_url:
         log.info("Qdrant: QDRANT_URL")
     else:
-        log.info("Qdrant: local mode in %s", settings.data_dir.absolute() / "qdrant")
+        log.info("Qdrant: embedded (Qdrant Edge) in %s", settings.data_dir.absolute() / "edge")
     log.warning(
         "a collection keeps the embedding model it was created with for life: after changing "
         "EMBEDDING_PROVIDER, EMBEDDING_MODEL or EMBEDDING_DIMENSIONS its agent's messages stay "

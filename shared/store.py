@@ -94,9 +94,13 @@ class Store(StoreBrowsing, ABC):
     @classmethod
     def open(cls, settings: Settings) -> Store:
         """A Qdrant server when one is configured, else the embedded engine in the data folder."""
-        from shared.store_qdrant import QdrantStore
+        if settings.qdrant_url:
+            from shared.store_qdrant import QdrantStore
 
-        return QdrantStore.open(settings)
+            return QdrantStore.open(settings)
+        from shared.store_edge import EdgeStore
+
+        return EdgeStore.open(settings)
 
     @property
     @abstractmethod

@@ -8,6 +8,7 @@ shard is opened by one process: separate `memory-pool worker` processes need a Q
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -92,6 +93,17 @@ class EdgeStore(Store):
     def __init__(self, root: Path, *, optimize_in_background: bool = True) -> None:
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
+        # Edge does not guard its files against a second process: this lock does, for as long
+        # as the store is open (released by the kernel if the process dies)
+        self._lock_file = open(root / ".lock", "a+b")  # noqa: SIM115 - held until close()
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            self._lock_file.close()
+            raise RuntimeError(
+                f"{root} is open in another process; an Edge shard is opened by one process "
+                "(several processes need a Qdrant server: QDRANT_URL)"
+            ) from exc
         self.bm25: dict[str, bool] = {}
         self._shards: dict[str, Shard] = {}
         self._open_lock = threading.Lock()
@@ -124,6 +136,8 @@ class EdgeStore(Store):
                 with shard.lock:
                     shard.handle.close()
             self._shards.clear()
+        if not self._lock_file.closed:
+            self._lock_file.close()
 
     def ping(self) -> bool:
         return not self._closed.is_set() and self.root.is_dir()
@@ -230,14 +244,25 @@ class EdgeStore(Store):
         self.bm25[name] = True
         return state
 
-    def _create(self, name: str, *, size: int, model: str) -> None:
+    def create(
+        self, name: str, *, size: int, model: str | None, bm25_encoding: str | None = None
+    ) -> None:
+        """A new collection as memory-pool makes them (for the migration: its model and
+        encoding as recorded, possibly none)."""
+        self._create(name, size=size, model=model)
+        if bm25_encoding is not None:
+            self._record(name, bm25_encoding=bm25_encoding)
+        for field_name, schema in PAYLOAD_INDEXES.items():
+            self._write(name, edge.UpdateOperation.create_field_index(field_name, SCHEMAS[schema]))
+
+    def _create(self, name: str, *, size: int, model: str | None) -> None:
         config = edge.EdgeConfig(
             vectors=edge.EdgeVectorParams(size=size, distance=edge.Distance.Cosine),
             sparse_vectors={VECTOR_NAME: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
             optimizers=optimizers(),
         )
-        # the metadata first: a shard is never seen without its model and size
-        self._record(name, embedding_model=model, dimensions=size)
+        # the metadata first: a shard is never seen without its size
+        self._record(name, dimensions=size, **({"embedding_model": model} if model else {}))
         with self._open_lock:
             path = self._path(name)
             if name not in self._shards and not (path.is_dir() and any(path.iterdir())):

@@ -12,6 +12,7 @@ from typing import Any
 
 from qdrant_client import QdrantClient, models
 
+from shared.store_edge import EdgeStore
 from tests.conftest import EMBEDDING_DIMS
 from tests.memory_pool.test_serve import ROOT, Served, serve_env, serving
 from tests.support.embedding_server import EmbeddingServer
@@ -74,7 +75,8 @@ def _write_chats(folder: Path) -> None:
 
 
 def _seed_st_qdrant_memory_point(data_dir: Path) -> None:
-    """The chunk st-qdrant-memory wrote when it indexed FILE_B's first exchange."""
+    """The chunk st-qdrant-memory wrote when it indexed FILE_B's first exchange, in a data
+    folder of the previous version (qdrant-client's local mode), which serve migrates."""
     client = QdrantClient(path=str(data_dir / "qdrant"))
     vectors = models.VectorParams(size=EMBEDDING_DIMS, distance=models.Distance.COSINE)
     client.create_collection(COLLECTION, vectors_config=vectors)
@@ -102,10 +104,13 @@ def _stats(served: Served) -> dict[str, Any]:
 
 
 def _stored_points(data_dir: Path) -> list[dict[str, Any]]:
-    client = QdrantClient(path=str(data_dir / "qdrant"))
-    points, _ = client.scroll(COLLECTION, limit=100, with_payload=True)
-    client.close()
-    return [point.payload or {} for point in points]
+    """What serve stored: in its Qdrant Edge shard (the seeded local-mode point was migrated
+    there on its first start)."""
+    store = EdgeStore(data_dir / "edge", optimize_in_background=False)
+    try:
+        return [payload for _, payload in store.scroll_payloads(COLLECTION)]
+    finally:
+        store.close()
 
 
 def test_import_stores_each_message_once_and_recognises_st_qdrant_memory(

@@ -17,6 +17,7 @@ from shared.errors import DimensionMismatch, ModelMismatch, UpstreamUnavailable
 from shared.filters import Filter, Match, MatchAny, Range
 from shared.settings import Settings
 from shared.store import PAYLOAD_INDEXES, CollectionState, PointToWrite, Store
+from shared.store_edge import EdgeStore
 from shared.store_qdrant import QdrantStore
 from tests.support.qdrant_server import QdrantTestServer
 
@@ -237,14 +238,22 @@ def test_delete_points_reports_how_many_existed(filled: Store) -> None:
 # --- opening and failures ------------------------------------------------------------------
 
 
-def test_open_without_url_uses_local_mode_under_the_data_dir(tmp_path: Path) -> None:
+def test_open_without_url_uses_qdrant_edge_under_the_data_dir(tmp_path: Path) -> None:
     store = Store.open(Settings(data_dir=tmp_path / "data"))
     try:
+        assert isinstance(store, EdgeStore) and store.kind == "embedded" and not store.local
         store.ensure_collection(NAME, size=DIM, model=MODEL)
         assert store.ping()
+        # one process at a time: a second store on the same folder is refused
+        with pytest.raises(RuntimeError, match="open in another process"):
+            Store.open(Settings(data_dir=tmp_path / "data"))
     finally:
         store.close()
-    assert (tmp_path / "data" / "qdrant").is_dir()
+    assert (tmp_path / "data" / "edge" / NAME).is_dir()
+    assert json.loads((tmp_path / "data" / "edge" / f"{NAME}.json").read_text()) == {
+        "dimensions": DIM,
+        "embedding_model": MODEL,
+    }
 
 
 def test_unreachable_server_is_upstream_unavailable() -> None:

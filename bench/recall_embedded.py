@@ -1,0 +1,227 @@
+"""The embedded engine: serve's store on Qdrant Edge vs on qdrant-client's local mode (the
+previous version), the recall query with the Discord plugin's 30 exclusions as /retrieve sends
+it, Edge's bare query for the ratio, and how long indexing (optimize, which holds the GIL in
+qdrant-edge-py 0.9.0) stalls the process while points are written.
+
+Run: .venv/bin/python -m bench.recall_embedded --sizes 10000 --dims 384 --samples 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import qdrant_edge as edge
+from qdrant_client import QdrantClient
+
+from bench.machine import describe
+from bench.recall import _payloads
+from bench.stats import median, pct, ratio, table
+from bench.traffic import BASE_ID
+from shared.bm25 import document_terms
+from shared.fields import TEXT
+from shared.recall_query import RecallFilters, recall_filter
+from shared.store import PointToWrite, Store
+from shared.store_edge import EdgeStore
+from shared.store_qdrant import QdrantStore
+
+NAME = "mem_bench"
+MODEL = "bench-model"
+BATCH = 256
+# serve's scheduler flushes often: the background optimizer runs after every few batches
+OPTIMIZE_EVERY = 8
+
+
+class Ticker:
+    """A thread that wants to run every 5 ms: the gaps it sees are how long the process (the
+    GIL) was held by someone else, i.e. how long a /save or /retrieve would have waited."""
+
+    def __init__(self) -> None:
+        self.gaps: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        last = time.perf_counter()
+        while not self._stop.wait(0.005):
+            now = time.perf_counter()
+            self.gaps.append(now - last - 0.005)
+            last = now
+
+    def __enter__(self) -> Ticker:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _points(start: int, count: int, dims: int) -> list[PointToWrite]:
+    gen = np.random.default_rng(start + dims)
+    vectors = gen.standard_normal((count, dims), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    payloads = _payloads(start, count, random.Random(start))
+    return [
+        PointToWrite(str(uuid.UUID(int=start + i + 1)), v.tolist(), p, document_terms(p[TEXT]))
+        for i, (v, p) in enumerate(zip(vectors, payloads, strict=True))
+    ]
+
+
+def _fill(store: Store, size: int, dims: int, optimize: Callable[[], list[float]]) -> list[float]:
+    store.ensure_collection(NAME, size=dims, model=MODEL)
+    runs: list[float] = []
+    for n, start in enumerate(range(0, size, BATCH)):
+        store.upsert(NAME, _points(start, min(BATCH, size - start), dims))
+        if n % OPTIMIZE_EVERY == OPTIMIZE_EVERY - 1:
+            runs += optimize()
+    return runs + optimize()
+
+
+def _queries(dims: int, size: int, samples: int) -> list[tuple[list[float], list[str]]]:
+    gen = np.random.default_rng(7)
+    rng = random.Random(7)
+    out = []
+    for _ in range(samples):
+        v = gen.standard_normal(dims).astype(np.float32)
+        excluded = [str(BASE_ID + rng.randrange(size) * 10) for _ in range(30)]
+        out.append(((v / np.linalg.norm(v)).tolist(), excluded))
+    return out
+
+
+def _time(call: Callable[[], object], runs: int) -> list[float]:
+    took = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        call()
+        took.append((time.perf_counter() - t) * 1000)
+    return took
+
+
+def _edge_row(folder: Path, size: int, dims: int, samples: int) -> dict[str, object]:
+    store = EdgeStore(folder / "edge", optimize_in_background=False)
+    try:
+        with Ticker() as ticker:
+            fill_started = time.perf_counter()
+            runs = _fill(store, size, dims, lambda: [store.optimize(NAME)])
+            fill_s = time.perf_counter() - fill_started
+        queries = _queries(dims, size, samples)
+        it = iter(queries * 2)
+
+        def recall() -> object:
+            vector, excluded = next(it)
+            flt = recall_filter(RecallFilters(), excluded)  # as /retrieve on a non-local store
+            return store.query(NAME, vector, limit=20, score_threshold=0.0, query_filter=flt)
+
+        shard = store._shard(NAME)
+        assert shard is not None
+        bare_it = iter(queries)
+
+        def bare() -> object:
+            vector, _ = next(bare_it)
+            request = edge.QueryRequest(limit=20, query=edge.Query.Nearest(vector))
+            return shard.handle.query(request)
+
+        _time(recall, 10)  # warm
+        recall_ms = _time(recall, samples - 10)
+        bare_ms = _time(bare, samples)
+        # latency of recalls issued while a write batch and its optimize run
+        during: list[float] = []
+        stop = threading.Event()
+
+        def keep_recalling() -> None:
+            again = iter(queries * 1000)
+            while not stop.is_set():
+                vector, excluded = next(again)
+                flt = recall_filter(RecallFilters(), excluded)
+                t = time.perf_counter()
+                store.query(NAME, vector, limit=20, score_threshold=0.0, query_filter=flt)
+                during.append((time.perf_counter() - t) * 1000)
+
+        reader = threading.Thread(target=keep_recalling, daemon=True)
+        reader.start()
+        more: list[float] = []
+        for start in range(size, size + 4 * OPTIMIZE_EVERY * BATCH, BATCH):
+            store.upsert(NAME, _points(start, BATCH, dims))
+            if (start // BATCH) % OPTIMIZE_EVERY == OPTIMIZE_EVERY - 1:
+                more.append(store.optimize(NAME))
+        stop.set()
+        reader.join()
+        return {
+            "fill_s": fill_s, "optimize_ms": [r * 1000 for r in runs + more],
+            "stall_ms": [g * 1000 for g in ticker.gaps], "recall": recall_ms, "bare": bare_ms,
+            "during": during,
+        }  # fmt: skip
+    finally:
+        store.close()
+
+
+def _local_row(folder: Path, size: int, dims: int, samples: int) -> dict[str, object]:
+    store = QdrantStore(
+        QdrantClient(path=str(folder / "qdrant"), force_disable_check_same_thread=True), local=True
+    )
+    try:
+        _fill(store, size, dims, lambda: [])
+        queries = iter(_queries(dims, size, samples))
+
+        def recall() -> object:
+            vector, _ = next(queries)  # local mode: exclusions are checked on the hits only
+            return store.query(NAME, vector, limit=20, score_threshold=0.0)
+
+        return {"recall": _time(recall, samples)}
+    finally:
+        store.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="10000")
+    parser.add_argument("--dims", default="384")
+    parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--local-samples", type=int, default=20)
+    args = parser.parse_args()
+    print(describe())
+    rows = []
+    stalls = []
+    for size in [int(s) for s in args.sizes.split(",")]:
+        for dims in [int(d) for d in args.dims.split(",")]:
+            with tempfile.TemporaryDirectory() as folder:
+                e = _edge_row(Path(folder), size, dims, args.samples)
+            with tempfile.TemporaryDirectory() as folder:
+                loc = _local_row(Path(folder), size, dims, args.local_samples)
+            rec, bare, dur = e["recall"], e["bare"], e["during"]
+            lrec = loc["recall"]
+            assert isinstance(rec, list) and isinstance(bare, list) and isinstance(dur, list)
+            assert isinstance(lrec, list)
+            rows.append([
+                f"{size // 1000}k x {dims}", median(rec), pct(rec, 95), median(bare), pct(bare, 95),
+                ratio(pct(rec, 95), pct(bare, 95)), median(lrec), pct(lrec, 95),
+                ratio(median(lrec), median(rec)), median(dur), pct(dur, 99), max(dur),
+            ])  # fmt: skip
+            opt, stall = e["optimize_ms"], e["stall_ms"]
+            assert isinstance(opt, list) and isinstance(stall, list)
+            stalls.append([
+                f"{size // 1000}k x {dims}", e["fill_s"], len(opt), median(opt), max(opt),
+                pct(stall, 99), max(stall),
+            ])  # fmt: skip
+    print(table(
+        ["chunks", "edge recall p50", "p95", "edge bare p50", "p95", "p95 ratio",
+         "local p50", "local p95", "local/edge p50", "during optimize p50", "p99", "max"],
+        rows,
+    ))  # fmt: skip
+    print(table(
+        ["chunks", "fill s", "optimizes", "optimize p50 ms", "max ms", "stall p99 ms",
+         "stall max ms"],
+        stalls,
+    ))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
