@@ -36,7 +36,7 @@ NAME = "mem_bench"
 MODEL = "bench-model"
 BATCH = 256
 # serve's scheduler flushes often: the background optimizer runs after every few batches
-OPTIMIZE_EVERY = 8
+OPTIMIZE_EVERY = 1
 
 
 class Ticker:
@@ -148,7 +148,7 @@ def _edge_row(folder: Path, size: int, dims: int, samples: int) -> dict[str, obj
         reader = threading.Thread(target=keep_recalling, daemon=True)
         reader.start()
         more: list[float] = []
-        for start in range(size, size + 4 * OPTIMIZE_EVERY * BATCH, BATCH):
+        for start in range(size, size + 32 * BATCH, BATCH):
             store.upsert(NAME, _points(start, BATCH, dims))
             if (start // BATCH) % OPTIMIZE_EVERY == OPTIMIZE_EVERY - 1:
                 more.append(store.optimize(NAME))

@@ -34,7 +34,7 @@ def stack(redis_url: str, embeddings: EmbeddingServer, tmp_path: Path) -> Iterat
         yield running
 
 
-@pytest.fixture(params=["local", "server"])
+@pytest.fixture(params=["edge", "server"])
 def any_qdrant_stack(
     request: pytest.FixtureRequest, redis_url: str, embeddings: EmbeddingServer, tmp_path: Path
 ) -> Iterator[Stack]:

@@ -1,6 +1,6 @@
-"""Hybrid recall end to end, on local mode and on the Qdrant REST test server: a real worker
-writes both vectors, the scheduler's backfill gives st-qdrant-memory's points BM25 terms, and
-/retrieve fuses the legs under today's rules."""
+"""Hybrid recall end to end, on Qdrant Edge (serve's embedded engine) and on the Qdrant REST
+test server: a real worker writes both vectors, the scheduler's backfill gives
+st-qdrant-memory's points BM25 terms, and /retrieve fuses the legs under today's rules."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def _agents() -> Agents:
     )
 
 
-@pytest.fixture(scope="module", params=["local", "server"])
+@pytest.fixture(scope="module", params=["edge", "server"])
 def stack(
     request: pytest.FixtureRequest,
     redis_server: RedisServer,

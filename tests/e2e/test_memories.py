@@ -23,7 +23,7 @@ MYTHOS_KEY = "mythos-key-0123456789abc"
 HOUR = 3600_000
 
 
-@pytest.fixture(params=["local", "server"])
+@pytest.fixture(params=["edge", "server"])
 def stack(
     request: pytest.FixtureRequest, redis_url: str, embeddings: EmbeddingServer, tmp_path: Path
 ) -> Iterator[Stack]:

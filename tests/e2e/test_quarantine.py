@@ -30,7 +30,7 @@ HOUR_MS = 3_600_000
 LONG_NAME = "b" * 1024
 
 
-@pytest.fixture(params=["local", "server"])
+@pytest.fixture(params=["edge", "server"])
 def stack(
     request: pytest.FixtureRequest, redis_url: str, embeddings: EmbeddingServer, tmp_path: Path
 ) -> Iterator[Stack]:

@@ -7,6 +7,7 @@ flushed in one task with a victim: the victim is written, the poisoner is set as
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -16,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+import qdrant_edge as edge
 from celery.exceptions import SoftTimeLimitExceeded
 from qdrant_client import models
 from qdrant_client.http.exceptions import UnexpectedResponse
@@ -29,6 +31,8 @@ from shared.conversations import ConversationRef
 from shared.messages import Message
 from shared.quarantine import LOST, Quarantine
 from shared.runtime import Runtime
+from shared.store_edge import EdgeStore
+from shared.store_qdrant import QdrantStore
 from tests.conftest import EMBEDDING_DIMS
 from tests.legacy import BASE_TS, MICROSECONDS_TS, SOURCE, buffer_legacy, record
 from tests.stack import stack_settings
@@ -105,7 +109,7 @@ class World:
         return [member for member, _ in self.quarantine.members()]
 
 
-@pytest.fixture(params=["local", "server"])
+@pytest.fixture(params=["edge", "server"])
 def make_world(
     request: pytest.FixtureRequest, redis_url: str, embeddings: EmbeddingServer, tmp_path: Path
 ) -> Iterator[Callable[[], World]]:
@@ -209,7 +213,20 @@ def test_a_success_between_failures_starts_the_count_again(world: World) -> None
 def _refusing_collection(world: World, name: str) -> None:
     """A collection made by another tool: one unnamed vector of the right size, but of many
     vectors per point, so Qdrant refuses memory-pool's points."""
-    client = world.runtime.store._client
+    store = world.runtime.store
+    if isinstance(store, EdgeStore):  # nobody else opens serve's folder: made beside the store
+        config = edge.EdgeConfig(
+            vectors=edge.EdgeVectorParams(
+                size=EMBEDDING_DIMS,
+                distance=edge.Distance.Cosine,
+                multivector_config=edge.MultiVectorConfig(edge.MultiVectorComparator.MaxSim),
+            )
+        )
+        edge.EdgeShard.create(str(store.root / name), config).close()
+        (store.root / f"{name}.json").write_text(json.dumps({"dimensions": EMBEDDING_DIMS}))
+        return
+    assert isinstance(store, QdrantStore)
+    client = store._client
     params = models.VectorParams(
         size=EMBEDDING_DIMS,
         distance=models.Distance.COSINE,
@@ -231,7 +248,7 @@ def test_a_collection_that_refuses_writes_holds_back_no_other(world: World) -> N
     assert world.stored_ids("mem_victim") == [["v1-0", "v1-1"]]
     assert world.meta(victim)["written"] == "2"
     assert report.conversations == 1
-    # Local mode refuses with a TypeError (unforeseen: third strike), a server with a 400
+    # Edge and local mode refuse with an unforeseen error (third strike), a server with a 400
     # (at once); either way the refused conversations end up quarantined, messages kept.
     for _ in range(UNKNOWN_FAILURES_ALLOWED):
         if len(world.quarantined()) == 2:
@@ -241,7 +258,12 @@ def test_a_collection_that_refuses_writes_holds_back_no_other(world: World) -> N
     assert [world.buffered(key) for key in refused] == [1, 1]
 
     # The fix: the foreign collection goes; released, the conversations are written once.
-    world.runtime.store._client.delete_collection("mem_refusing")
+    store = world.runtime.store
+    if isinstance(store, EdgeStore):
+        store.drop_collection("mem_refusing")
+    else:
+        assert isinstance(store, QdrantStore)
+        store._client.delete_collection("mem_refusing")
     world.deps.collections.forget("mem_refusing")
     assert world.quarantine.release(refused) == 2
     world.flush_all()
