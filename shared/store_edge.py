@@ -147,7 +147,7 @@ class EdgeStore(Store):
     # --- shards ------------------------------------------------------------------------------
 
     def _path(self, name: str) -> Path:
-        if not SAFE_NAME.fullmatch(name) or name in (".", ".."):
+        if not _valid(name):
             raise ValueError(f"collection name {name[:80]!r} cannot be a folder name")
         return self.root / name
 
@@ -159,6 +159,8 @@ class EdgeStore(Store):
         with self._open_lock:
             shard = self._shards.get(name)
             if shard is None:
+                if not _valid(name):
+                    return None  # no folder can have this name: no such collection
                 path = self._path(name)
                 if not (path.is_dir() and any(path.iterdir())):
                     return None
@@ -534,6 +536,10 @@ class EdgeStore(Store):
         for shard in shards:
             with shard.lock:
                 shard.handle.flush()
+
+
+def _valid(name: str) -> bool:
+    return bool(SAFE_NAME.fullmatch(name)) and name not in (".", "..")
 
 
 def _vectors(dense: Sequence[float], terms: Terms | None) -> Any:

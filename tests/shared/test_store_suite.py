@@ -218,3 +218,9 @@ def test_an_edge_shard_keeps_everything_across_a_restart(tmp_path: Path) -> None
         assert again.point(NAME, pid(20)) is not None
     finally:
         again.close()
+
+
+def test_a_name_no_collection_can_have_reads_as_missing(store: Store) -> None:
+    name = "mem_" + "b" * 1020  # an agent name over the limit, as /health may be asked about
+    assert store.collection(name) is None
+    assert store.count(name) == 0
