@@ -211,16 +211,16 @@ def main() -> None:
                 f"{size // 1000}k x {dims}", e["fill_s"], len(opt), median(opt), max(opt),
                 pct(stall, 99), max(stall),
             ])  # fmt: skip
-    print(table(
-        ["chunks", "edge recall p50", "p95", "edge bare p50", "p95", "p95 ratio",
-         "local p50", "local p95", "local/edge p50", "during optimize p50", "p99", "max"],
-        rows,
-    ))  # fmt: skip
-    print(table(
-        ["chunks", "fill s", "optimizes", "optimize p50 ms", "max ms", "stall p99 ms",
-         "stall max ms"],
-        stalls,
-    ))  # fmt: skip
+            print(table(
+                ["chunks", "edge recall p50", "p95", "edge bare p50", "p95", "p95 ratio",
+                 "local p50", "local p95", "local/edge p50", "during optimize p50", "p99", "max"],
+                rows,
+            ))  # fmt: skip
+            print(table(
+                ["chunks", "fill s", "optimizes", "optimize p50 ms", "max ms", "stall p99 ms",
+                 "stall max ms"],
+                stalls,
+            ))  # fmt: skip
 
 
 if __name__ == "__main__":
