@@ -26,6 +26,7 @@ from bench.recall import _payloads
 from bench.stats import median, pct, ratio, table
 from bench.traffic import BASE_ID
 from shared.bm25 import document_terms
+from shared.edge_filters import to_edge
 from shared.fields import TEXT
 from shared.recall_query import RecallFilters, recall_filter
 from shared.store import PointToWrite, Store
@@ -122,11 +123,17 @@ def _edge_row(folder: Path, size: int, dims: int, samples: int) -> dict[str, obj
 
         shard = store._shard(NAME)
         assert shard is not None
-        bare_it = iter(queries)
+        bare_it = iter(
+            [(v, to_edge(recall_filter(RecallFilters(), excluded))) for v, excluded in queries]
+        )
 
         def bare() -> object:
-            vector, _ = next(bare_it)
-            request = edge.QueryRequest(limit=20, query=edge.Query.Nearest(vector))
+            # Edge's own query: the same filter and payload, none of memory-pool's code
+            vector, flt = next(bare_it)
+            request = edge.QueryRequest(
+                limit=20, query=edge.Query.Nearest(vector), filter=flt, score_threshold=0.0,
+                with_payload=True,
+            )  # fmt: skip
             return shard.handle.query(request)
 
         _time(recall, 10)  # warm

@@ -15,6 +15,9 @@ import pytest
 import redis
 
 from shared.agents import AgentConfig, Agents
+from shared.store import StoredPoint
+from shared.store_edge import EdgeStore
+from shared.store_qdrant import QdrantStore
 from tests.e2e.test_retrieve import BASE_TS, expected_block, message, st_chunk
 from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer, embed_text
@@ -166,14 +169,24 @@ def _st_requests(stack: Stack, name: str, dims: int, points: list[dict[str, Any]
                            json={"points": points})  # fmt: skip
             put.raise_for_status()
         return
-    from qdrant_client import models
+    # Qdrant Edge: nobody else writes to serve's shards; points without terms arrive from the
+    # previous version's folder (migrated as they were), written here the same way
+    store = stack.runtime.store
+    assert isinstance(store, EdgeStore)
+    if store.collection(name) is None:
+        store.create(name, size=dims, model=None)
+    store.write_points(
+        name, [StoredPoint(p["id"], p["payload"], p["vector"], None) for p in points]
+    )
 
-    def write(client: Any) -> None:
-        if not client.collection_exists(name):
-            client.create_collection(name, models.VectorParams(size=dims, distance="Cosine"))
-        client.upsert(name, [models.PointStruct(**p) for p in points])
 
-    stack.runtime.store.read(name, write, missing=None)
+def _drop(stack: Stack, name: str) -> None:
+    store = stack.runtime.store
+    if isinstance(store, EdgeStore):
+        store.drop_collection(name)
+    else:
+        assert isinstance(store, QdrantStore)
+        store.read(name, lambda client: client.delete_collection(name), missing=None)
 
 
 def _wait_backfilled(stack: Stack, bot: str, timeout: float = 20.0) -> dict[str, Any]:
@@ -229,7 +242,7 @@ def test_a_collection_made_again_without_bm25_is_recalled_dense_then_gets_it_bac
     unnamed vector only. Recall must not fail meanwhile, and the backfill adds BM25 again."""
     name = "mem_seraphina"
     assert retrieve(stack, bot="seraphina", query_text="Bartholomew")["hits"]  # known: hybrid
-    stack.runtime.store.read(name, lambda client: client.delete_collection(name), missing=None)
+    _drop(stack, name)
     dims, _ = _st_collection(stack, name)
     # dense while the vector is missing (unless the backfill was quicker): never a 500
     answer = retrieve(stack, bot="seraphina", query_text=f"Bartholomew and {TRIP}")
