@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from qdrant_client import QdrantClient, models
 
 from api.app import create_app
 from shared import keys
@@ -24,6 +23,7 @@ from shared.messages import Message
 from shared.naming import collection_name, point_id
 from shared.runtime import Runtime
 from shared.settings import Settings
+from shared.store_edge import EdgeStore
 from tests.conftest import EMBEDDING_DIMS
 from tests.factories import BASE_TS
 from tests.stack import stack_settings
@@ -93,15 +93,10 @@ class World:
         """Stored points by id: (payload, vector)."""
         if self.runtime.store.collection(collection) is None:
             return {}
-        client = self.runtime.store._client
-        found, _ = client.scroll(collection, limit=1000, with_payload=True, with_vectors=True)
-        # the unnamed dense vector ("" beside the BM25 one); st-qdrant-memory reads only this
+        # the unnamed dense vector (beside the BM25 one); st-qdrant-memory reads only this
         return {
-            str(p.id): (
-                dict(p.payload or {}),
-                list(p.vector[""] if isinstance(p.vector, dict) else p.vector),
-            )  # type: ignore[arg-type, index]
-            for p in found
+            p.id: (p.payload, list(p.vector or []))
+            for p in self.runtime.store.iter_points(collection)
         }
 
     def buffered(self, conversation: str) -> list[str]:
@@ -358,6 +353,12 @@ def _flush_blocked_and_healthy(world: World) -> tuple[str, str]:
     return blocked, healthy
 
 
+def _drop(world: World, name: str) -> None:
+    store = world.runtime.store
+    assert isinstance(store, EdgeStore)
+    store.drop_collection(name)
+
+
 def _assert_save_answers(world: World, settings: Settings, bot: str, status: int) -> None:
     body = {"bot": bot, "messages": [{"message_id": "late", "text": "a later message"}]}
     with TestClient(create_app(settings, runtime=world.runtime)) as client:
@@ -370,11 +371,10 @@ def _assert_save_answers(world: World, settings: Settings, bot: str, status: int
 def test_collection_of_another_size_holds_the_agent_and_not_the_others(
     make_world: Callable[..., World], settings: Settings
 ) -> None:
-    client = QdrantClient(path=str(settings.data_dir / "qdrant"))
-    client.create_collection(
-        "mem_mythos", vectors_config=models.VectorParams(size=64, distance=models.Distance.COSINE)
-    )
-    client.close()
+    # serve's store (Qdrant Edge) with the collection made at another size
+    made = EdgeStore(settings.data_dir / "edge", optimize_in_background=False)
+    made.create("mem_mythos", size=64, model=None)
+    made.close()
     world = make_world(
         AgentConfig(name="mythos", idle_flush_seconds=IDLE),
         AgentConfig(name="polaris", idle_flush_seconds=IDLE),
@@ -403,7 +403,7 @@ def test_collection_of_another_model_holds_the_agent_until_fixed(
     assert world.buffered(blocked) == ["b0", "b1", "b2"]  # the refused /save added nothing
 
     # Fixing the collection lets the held messages through, without a restart.
-    world.runtime.store._client.delete_collection("mem_mythos")
+    _drop(world, "mem_mythos")
     report = flush(world.claim_all(), world.deps)
     assert report.chunks_written == 1
     assert world.redis.get(keys.blocked(collection_name("mythos"))) is None
@@ -691,7 +691,7 @@ def test_a_collection_deleted_under_memory_pool_is_created_again(world: World) -
     world.save("mythos", "c1", [message("d1", "x" * 300, 1), message("d2", "y" * 300, 2)])
     flush(world.claim_all(), world.deps)
     assert stored_ids(world) == ["d1", "d2"]
-    world.runtime.store._client.delete_collection("mem_mythos")  # an operator's mistake
+    _drop(world, "mem_mythos")  # an operator's mistake
     world.save("mythos", "c1", [message("d3", "x" * 300, 3), message("d4", "y" * 300, 4)])
     report = flush(world.claim_all(), world.deps)
     assert report.retried == 1 and report.chunks_written == 0
