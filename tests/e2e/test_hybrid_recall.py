@@ -141,6 +141,20 @@ def test_exclusions_filters_and_fill_hold_with_fusion(stack: Stack) -> None:
     assert [NAME in h["payload"]["text"] for h in since["hits"]] == [True]
 
 
+@pytest.mark.parametrize("threshold", ["Infinity", "1e400", "1e39"])
+def test_a_lexical_threshold_beyond_any_score_is_refused(stack: Stack, threshold: str) -> None:
+    """JSON's Infinity (and 1e400, read as it) reached a Qdrant server as `null`: no threshold,
+    so every lexical match was admitted, the opposite of what was asked; above float32's range
+    Qdrant cannot hold it either. A 422 that names the field, never a silent reading."""
+    body = f'{{"bot": "lake", "query_text": "{NAME}", "lexical_threshold": {threshold}}}'
+    response = stack.client.post(
+        "/retrieve", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422, response.text
+    assert response.json()["error"] == "invalid_request"
+    assert response.json()["detail"].startswith("lexical_threshold: ")
+
+
 def _st_collection(stack: Stack, name: str) -> tuple[int, list[str]]:
     """st-qdrant-memory's collection and points, written with its own REST requests."""
     dims = stack.runtime.embedder.dimensions()
