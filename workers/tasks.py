@@ -40,6 +40,7 @@ def register_tasks(app: Celery, context: WorkerContext) -> None:
         with log_context.bound(task_id=self.request.id):
             report = replay(
                 client=client,
+                agents=deps.agents,
                 dead=DeadLetters(client),
                 embedder=deps.embedder,
                 store=deps.store,
