@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -37,6 +38,10 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 UPSERT_BATCH = 256
+# How long an upsert trusts "this collection has no BM25 vector": another process (the
+# backfill's worker) may add it back meanwhile, and a writer that never looked again would
+# write every chunk without terms until restarted.
+BM25_RECHECK_SECONDS = 30.0
 KEYWORD_FIELDS = ("source", "messageIdList", "userIdList", "channelId", "guildId", "conversationId")
 PAYLOAD_INDEXES: Mapping[str, models.PayloadSchemaType] = {
     **dict.fromkeys(KEYWORD_FIELDS, models.PayloadSchemaType.KEYWORD),
@@ -80,7 +85,13 @@ class Store(StoreBrowsing):
 
     Reads for people (pages newest first, one point, chunks per day) are in StoreBrowsing."""
 
-    def __init__(self, client: QdrantClient, *, local: bool) -> None:
+    def __init__(
+        self,
+        client: QdrantClient,
+        *,
+        local: bool,
+        bm25_recheck_seconds: float = BM25_RECHECK_SECONDS,
+    ) -> None:
         self._client = client
         self._local = local
         # local mode is not thread-safe (qdrant-client issue 1193): every call takes one lock
@@ -88,6 +99,8 @@ class Store(StoreBrowsing):
         # collections whose BM25 vector this process has seen (True) or found refused (False);
         # an upsert writes terms only where it is known to exist
         self.bm25: dict[str, bool] = {}
+        self._bm25_read_at: dict[str, float] = {}  # when a "no" above was learnt (monotonic)
+        self._bm25_recheck = bm25_recheck_seconds
 
     @classmethod
     def open(cls, settings: Settings) -> Store:
@@ -145,7 +158,7 @@ class Store(StoreBrowsing):
         self._ensure_indexes(state)
         if not state.has_bm25:
             state = self._add_bm25(state)
-        self.bm25[name] = state.has_bm25
+        self._learn_bm25(name, state.has_bm25)
         return state
 
     def _create(self, name: str, *, size: int, model: str) -> CollectionState:
@@ -238,17 +251,34 @@ class Store(StoreBrowsing):
         for start in range(0, len(points), UPSERT_BATCH):
             batch = points[start : start + UPSERT_BATCH]
             # one lock hold per batch, so a long import does not starve recall in local mode
+            sparse = any(p.terms is not None for p in batch) and self._writes_terms(name)
             try:
-                self._upsert_batch(name, batch, sparse=self.bm25.get(name, False))
+                self._upsert_batch(name, batch, sparse=sparse)
             except (UnexpectedResponse, ValueError) as e:
                 if is_missing(e, name):
                     raise CollectionMissing(f"collection {name!r} does not exist") from e
-                if not (self.bm25.get(name) and VECTOR_NAME in str(e)):
+                if not (sparse and VECTOR_NAME in str(e)):
                     raise
                 # made again without it (by st-qdrant-memory?): dense now, the vector next time
                 log.warning("collection %s lost its BM25 vector; writing dense only", name)
-                self.bm25.pop(name, None)
+                self._learn_bm25(name, False)
                 self._upsert_batch(name, batch, sparse=False)
+
+    def _learn_bm25(self, name: str, has: bool) -> None:
+        self.bm25[name] = has
+        self._bm25_read_at[name] = time.monotonic()
+
+    def _writes_terms(self, name: str) -> bool:
+        """Whether an upsert carries BM25 terms: the collection is known to have the vector,
+        or a "no" older than BM25_RECHECK_SECONDS (or none at all) is read again from Qdrant."""
+        if self.bm25.get(name):
+            return True
+        learnt = self._bm25_read_at.get(name) if name in self.bm25 else None
+        if learnt is not None and time.monotonic() - learnt < self._bm25_recheck:
+            return False
+        state = self.collection(name)
+        self._learn_bm25(name, state is not None and state.has_bm25)
+        return self.bm25[name]
 
     def _upsert_batch(self, name: str, batch: Sequence[PointToWrite], *, sparse: bool) -> None:
         structs = [

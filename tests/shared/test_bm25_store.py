@@ -245,3 +245,49 @@ def test_a_finished_collection_is_scanned_again_only_when_its_count_changes(
     assert backfill([agent], store=store, collections=guard, client=client).points == 1
     assert bm25_store.lacking_terms(store, NAME) == 0
     client.close()
+
+
+def test_a_writer_that_found_bm25_gone_writes_terms_again_once_it_is_back(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """Two worker processes, each with its own Store. st-qdrant-memory made the collection
+    again without BM25 ("Delete All Memories", then its next write): one worker's upsert fell
+    back to dense only and remembered that for the life of the process, so after the other
+    worker's backfill added the vector back, every chunk it wrote still lacked terms (and a
+    rewrite of an open chunk, keeping the point count, was skipped by the backfill)."""
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    with QdrantTestServer(tmp_path / "q") as server:
+
+        def opened() -> Store:
+            http = QdrantClient(url=server.url, prefer_grpc=False, timeout=5,
+                                check_compatibility=False)  # fmt: skip
+            return Store(http, local=False, bm25_recheck_seconds=0)
+
+        writer, other = opened(), opened()
+        try:
+            writer.ensure_collection(NAME, size=DIM, model=MODEL)
+            writer.read(NAME, lambda c: c.delete_collection(NAME), missing=None)
+            st_collection(other, 2)  # made again by st-qdrant-memory: dense only
+            text = "Alex: Zephyrine sang"
+            early = PointToWrite(str(uuid.uuid4()), vec(1), {"text": text}, document_terms(text))
+            writer.upsert(NAME, [early])  # accepted, dense only
+            assert terms_of(writer, early.id) is None
+
+            guard = CollectionGuard(other, FixedEmbedder(), client)  # type: ignore[arg-type]
+            backfill([AgentConfig(name="lex")], store=other, collections=guard, client=client)
+            assert bm25_store.lacking_terms(other, NAME) == 0
+
+            text = "Alex: Bartholomew danced"
+            later = PointToWrite(str(uuid.uuid4()), vec(2), {"text": text}, document_terms(text))
+            writer.upsert(NAME, [later])
+            assert terms_of(writer, later.id) is not None, "written without its terms"
+            # and a rewrite of an existing point keeps it lexically findable
+            grown = PointToWrite(early.id, vec(1), {"text": "Alex: Zephyrine sang twice"},
+                                 document_terms("Alex: Zephyrine sang twice"))  # fmt: skip
+            writer.upsert(NAME, [grown])
+            assert terms_of(writer, early.id) is not None
+        finally:
+            writer.close()
+            other.close()
+    client.close()
