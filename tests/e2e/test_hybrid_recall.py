@@ -256,14 +256,13 @@ def test_a_collection_made_again_without_bm25_is_recalled_dense_then_gets_it_bac
 
 
 def test_an_older_server_stays_dense_reports_it_and_nothing_fails(
-    redis_server: RedisServer, embedding_server: EmbeddingServer, tmp_path: Path
+    embedding_server: EmbeddingServer, tmp_path: Path
 ) -> None:
     """A Qdrant before 1.18 cannot add the BM25 vector to st-qdrant-memory's collection:
     memory-pool writes and recalls it dense only, and /health and stats say so."""
-    client = redis.Redis.from_url(redis_server.url)
-    client.flushall()
-    client.close()
-    with QdrantTestServer(before_1_18=True) as qdrant:
+    # A Redis of its own: the module's stack is still running (torn down at the module's
+    # end) and its worker would take this stack's tasks from a shared Celery queue.
+    with RedisServer() as redis_server, QdrantTestServer(before_1_18=True) as qdrant:
         settings = stack_settings(
             redis_server.url, embedding_server.url, tmp_path, QDRANT_URL=qdrant.url,
             MEMORY_POOL_BACKFILL_INTERVAL=0.2,
