@@ -19,7 +19,7 @@ from shared import log_context
 from shared.agents import AgentConfig, Agents
 from shared.backoff import compute_backoff
 from shared.bm25 import document_terms
-from shared.buffers import Buffers, Claim, Commit, ConversationState
+from shared.buffers import Buffers, Claim, Commit, CommitOutcome, ConversationState, LeaseCheck
 from shared.embedder import Embedder
 from shared.errors import (
     CollectionMissing,
@@ -277,14 +277,14 @@ def _commit(deps: FlushDeps, item: _Work, report: FlushReport) -> None:
         forced=_forced(item.state.meta),
     )
     outcome = deps.buffers.commit(item.state, commit)
-    if outcome == -1:
+    if outcome is CommitOutcome.CHANGED:
         # Messages were deleted while this flush ran: what it wrote may hold them. It still
         # holds the lease, so nobody else writes these points while it takes them back.
         item.state.meta["inflight"] = json.dumps([point.id for point in item.points])
         if _take_back(deps, item.state, item.collection, report):
             deps.buffers.release(item.state.claim, retry_in=0, failed=False)
         return
-    if outcome == 1:
+    if outcome is CommitOutcome.DONE:
         report.conversations += 1
         report.chunks_written += len(item.points)
         report.dead_letters += len(item.dead)
@@ -292,10 +292,10 @@ def _commit(deps: FlushDeps, item: _Work, report: FlushReport) -> None:
 
 def _still_ours(deps: FlushDeps, item: _Work) -> bool:
     outcome = deps.buffers.renew(item.state, [point.id for point in item.points])
-    if outcome == -1:
+    if outcome is LeaseCheck.CHANGED:
         # Changed by a delete while embedding: flush it again from what is left.
         deps.buffers.release(item.state.claim, retry_in=0, failed=False)
-    return outcome == 1
+    return outcome is LeaseCheck.KEPT
 
 
 def _isolated(deps: FlushDeps, claim: Claim, meta: dict[str, str], error: Exception,
