@@ -24,6 +24,7 @@ from shared.conversations import ConversationRef, collection_of
 from shared.errors import AgentBlocked, UpstreamUnavailable
 from shared.messages import Message
 from shared.redis_scripts import SOURCES
+from shared.redis_text import as_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,16 +164,12 @@ def save_call(
 
 def save_counts(result: Sequence[object]) -> SaveCounts:
     if int(str(result[0])) == -1:
-        raise AgentBlocked(_decode(result[1]))
+        raise AgentBlocked(as_text(result[1]))
     return SaveCounts(accepted=int(str(result[0])), duplicates=int(str(result[1])))
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _decode(value: object) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class Buffers:
@@ -212,7 +209,7 @@ class Buffers:
         args = _args({"now": _now_ms(), "lease_ms": self.lease_ms, "max": limit,
                       "lease_prefix": keys.lease(""), "token_base": base})  # fmt: skip
         result = self._claim(keys=[keys.DUE, keys.QUARANTINE], args=[args])
-        pairs = [_decode(item) for item in result]
+        pairs = [as_text(item) for item in result]
         return [Claim(pairs[i], pairs[i + 1]) for i in range(0, len(pairs), 2)]
 
     # --- the workers -------------------------------------------------------------------
@@ -227,7 +224,7 @@ class Buffers:
         result = self._begin(keys=[lease, meta, buf, keys.DUE], args=[_args(args)])
         if not result:
             return None
-        flat = [_decode(item) for item in result[0]]
+        flat = [as_text(item) for item in result[0]]
         state = ConversationState(claim, dict(zip(flat[::2], flat[1::2], strict=True)))
         state.messages = [Message.from_json(raw) for raw in result[1]]
         return state
@@ -271,7 +268,7 @@ class Buffers:
     # --- operations --------------------------------------------------------------------
     def conversations_of(self, collection: str) -> list[str]:
         """The keys of every conversation an agent has buffered messages in (or once had)."""
-        return sorted(_decode(m) for m in self.redis.smembers(keys.conversations(collection)))
+        return sorted(as_text(m) for m in self.redis.smembers(keys.conversations(collection)))
 
     def buffered_messages(self, conversations: Sequence[str]) -> int:
         """Messages waiting in these conversations' buffers, open chunks included."""
