@@ -20,6 +20,7 @@ import redis
 import redis.asyncio
 
 from shared import keys
+from shared.conversation_meta import ConversationMeta, Field
 from shared.conversations import ConversationRef, collection_of
 from shared.errors import AgentBlocked, UpstreamUnavailable
 from shared.messages import Message
@@ -70,17 +71,22 @@ class ConversationState:
     messages: list[Message] = field(default_factory=list)
 
     @property
+    def info(self) -> ConversationMeta:
+        """The hash typed (read afresh: a flush updates `meta` as it goes)."""
+        return ConversationMeta.of(self.meta)
+
+    @property
     def generation(self) -> str:
-        return self.meta.get("gen", "0")
+        return self.info.generation
 
     @property
     def agent(self) -> str:
-        return self.meta.get("agent", "")
+        return self.info.agent
 
     @property
     def inflight(self) -> list[str]:
         """Points an earlier flush wrote (or meant to) without committing."""
-        return list(json.loads(self.meta["inflight"])) if self.meta.get("inflight") else []
+        return list(self.info.inflight)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +130,9 @@ def _group(
     """One conversation of a save (save.lua's `groups`); its messages' stored JSON go to `raw`."""
     ref = items[0].conversation
     guild = next((item.guild_id for item in items if item.guild_id), None)
-    once = {"agent": name, "source": ref.source, "cid": ref.conversation_id or "",
-            "channel": ref.channel_id or "", "guild": guild or "",
-            "noidle": "" if conv.idle_timer else "1"}  # fmt: skip
+    once = {Field.AGENT: name, Field.SOURCE: ref.source, Field.CID: ref.conversation_id or "",
+            Field.CHANNEL: ref.channel_id or "", Field.GUILD: guild or "",
+            Field.NOIDLE: "" if conv.idle_timer else "1"}  # fmt: skip
     raw.extend(item.message.to_json() for item in items)
     return {
         "meta": keys.meta(key), "buf": keys.buffer(key), "member": key,
@@ -289,7 +295,7 @@ class Buffers:
         pipe = self.redis.pipeline(transaction=False)
         for conversation in conversations:
             pipe.llen(keys.buffer(conversation))
-            pipe.hget(keys.meta(conversation), "written")
+            pipe.hget(keys.meta(conversation), Field.WRITTEN)
         replies = pipe.execute()
         pending = 0
         for length, written in zip(replies[::2], replies[1::2], strict=True):

@@ -21,6 +21,7 @@ import redis
 
 from shared import keys
 from shared.agents import Agents
+from shared.conversation_meta import Field
 from shared.conversations import source_of
 from shared.errors import InvalidAgentName
 from shared.naming import point_id
@@ -259,7 +260,7 @@ def _open_points(client: redis.Redis, conversations: list[str], collection: str)
     """The points of these conversations' stored open chunks."""
     found = []
     for conversation in conversations:
-        written = int(client.hget(keys.meta(conversation), "written") or 0)
+        written = int(client.hget(keys.meta(conversation), Field.WRITTEN) or 0)
         first = client.lindex(keys.buffer(conversation), 0)
         if written > 0 and first is not None:
             message_id = str(json.loads(first)["i"])
