@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import redis
 
 from shared import keys
@@ -25,6 +23,7 @@ from shared.buffers import (
 )
 from shared.conversations import ConversationRef
 from shared.messages import Message
+from tests.support.redis_dump import load_dump
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "redis_v2_positional.json"
 C1 = ConversationRef(collection="mem_polaris", source="discord", channel_id="c1")
@@ -33,30 +32,8 @@ AGENT = AgentRef("Polaris", "mem_polaris")
 QUIET = ConversationSettings(min_chars=100_000, gap_seconds=86400, idle_seconds=3600)
 
 
-@pytest.fixture
-def r(redis_url: str) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
-    yield client
-    client.close()
-
-
 def load(client: redis.Redis) -> dict[str, Any]:
-    dump: dict[str, Any] = json.loads(FIXTURE.read_text(encoding="utf-8"))
-    for entry in dump["keys"]:
-        key, kind, value = entry["key"], entry["type"], entry["value"]
-        if kind == "string":
-            client.set(key, value)
-        elif kind == "list":
-            client.rpush(key, *value)
-        elif kind == "set":
-            client.sadd(key, *value)
-        elif kind == "hash":
-            client.hset(key, mapping=value)
-        elif kind == "zset":
-            client.zadd(key, dict(value))
-        if entry["pttl"] > 0:
-            client.pexpire(key, entry["pttl"])
-    return dump
+    return load_dump(client, FIXTURE)
 
 
 def test_a_flush_begun_by_the_old_scripts_is_finished_by_the_new(r: redis.Redis) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 
 import pytest
 import redis
@@ -29,13 +28,6 @@ from shared.redis_scripts import SOURCES
 REF = ConversationRef(collection="mem_polaris", source="discord", channel_id="c1")
 AGENT = AgentRef("Polaris", REF.collection)
 QUIET = ConversationSettings(min_chars=100_000, gap_seconds=3600, idle_seconds=60)
-
-
-@pytest.fixture
-def r(redis_url: str) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
-    yield client
-    client.close()
 
 
 @pytest.fixture
