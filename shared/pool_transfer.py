@@ -160,6 +160,7 @@ def import_lines(
     embedder: Embedder,
     collection: str | None = None,
     progress: Progress = _nothing,
+    check_count: bool = True,
 ) -> Moved:
     """Loads an export into `collection` (default: the one it was exported from). Idempotent:
     points keep their ids, markers merge (see RedisMarks.restore)."""
@@ -193,7 +194,7 @@ def import_lines(
                 pending = []
     _write_points(points, plan, store, embedder, moved, progress)
     _restore(pending, marks, target, moved)
-    if read_points != header.points:
+    if check_count and read_points != header.points:
         raise BadExport(
             f"the export holds {read_points} points, its header says {header.points}: the file "
             "is cut short (the points read were stored; importing a whole file again is safe)"

@@ -146,3 +146,18 @@ class RedisMarks:
             else:
                 args.extend([mark.value, mark.expires_at * 1000])
         self._restore(keys=marker_keys, args=args)
+
+
+def unwritten_messages(client: redis.Redis, collection: str) -> int:
+    """An agent's buffered messages not stored in any point yet (an open chunk that is
+    written counts as stored): what moving the pool now would leave behind."""
+    conversations = [_decode(m) for m in client.smembers(keys.conversations(collection))]
+    pipe = client.pipeline(transaction=False)
+    for conversation in conversations:
+        pipe.llen(keys.buffer(conversation))
+        pipe.hget(keys.meta(conversation), "written")
+    replies = pipe.execute()
+    return sum(
+        max(0, int(length) - int(written or 0))
+        for length, written in zip(replies[::2], replies[1::2], strict=True)
+    )
