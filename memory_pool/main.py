@@ -308,7 +308,10 @@ def _pool_errors() -> tuple[type[Exception], ...]:
     from shared.pool_format import BadExport
     from shared.pool_transfer import TransferRefused
 
-    return (CommandFailed, BadExport, TransferRefused, MemoryPoolError, httpx.HTTPError, OSError)
+    return (
+        CommandFailed, BadExport, TransferRefused, MemoryPoolError, httpx.HTTPError, OSError,
+        UnicodeDecodeError,
+    )  # fmt: skip
 
 
 @app.command("export")
@@ -393,7 +396,7 @@ def import_points(
                     )
                 finally:
                     embedder.close()
-    except (*_pool_errors(), UnicodeDecodeError) as exc:
+    except _pool_errors() as exc:
         raise _pool_failure(exc) from exc
     typer.echo("\n".join(moved.lines()))
 

@@ -272,7 +272,8 @@ def copy_pool(
 def known_collections(pool: OpenPool, agents: Agents) -> list[tuple[str, str]]:
     """The collections memory-pool has written (named in Redis) or that the agents file lists,
     that exist in the store; sorted."""
-    names = {k.decode(): v.decode() for k, v in pool.redis.hgetall(keys.NAMES).items()}
+    raw: dict[bytes, bytes] = pool.redis.hgetall(keys.NAMES)  # type: ignore[assignment]
+    names = {k.decode(): v.decode() for k, v in raw.items()}
     for agent in agents.listed:
         names.setdefault(agent.collection_name, agent.name)
     return sorted((c, n) for c, n in names.items() if pool.store.collection(c) is not None)

@@ -117,7 +117,7 @@ class RedisMarks:
             cursor, found = self.redis.scan(cursor, match=f"{prefix}*", count=SCAN_BATCH)
             if found:
                 pipe = self.redis.pipeline(transaction=False)
-                pipe.zadd(scratch, dict.fromkeys(found, 0))
+                pipe.zadd(scratch, {_decode(key): 0 for key in found})
                 pipe.expire(scratch, SCRATCH_SECONDS)
                 for key in found:
                     pipe.pttl(key)
@@ -138,7 +138,7 @@ class RedisMarks:
         if not marks:
             return
         marker_keys: list[str] = []
-        args: list[object] = [now_ms]
+        args: list[str | int] = [now_ms]
         for mark in marks:
             marker_keys.append(keys.seen(collection, mark.source, mark.message_id))
             if isinstance(mark, Tombstone):

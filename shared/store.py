@@ -348,13 +348,16 @@ class Store(StoreBrowsing):
         between pages); nothing for a missing collection."""
         offset: models.ExtendedPointId | None = None
         while True:
-            points, offset = self._read(
-                name,
-                lambda client, start=offset: client.scroll(
+
+            def scroll(
+                client: QdrantClient, start: models.ExtendedPointId | None = offset
+            ) -> tuple[list[models.Record], models.ExtendedPointId | None]:
+                return client.scroll(
                     name, limit=page, offset=start, with_payload=True, with_vectors=with_vectors
-                ),
-                missing=([], None),
-            )
+                )
+
+            nothing: tuple[list[models.Record], models.ExtendedPointId | None] = ([], None)
+            points, offset = self._read(name, scroll, missing=nothing)
             for point in points:
                 yield stored_point(point)
             if offset is None:

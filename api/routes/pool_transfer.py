@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import check_global_access
@@ -24,6 +25,16 @@ from shared.redis_marks import RedisMarks, unwritten_messages
 from shared.runtime import Runtime
 
 router = APIRouter(prefix="/agents/{bot}")
+
+
+class ImportResponse(BaseModel):
+    collection: str = Field(description="The collection the points went into.")
+    points: int = Field(description="Points written (upserted by id: an import again rewrites).")
+    reembedded: int = Field(description="Of those, embedded again from their text.")
+    refused: int = Field(description="Chunks the embedding model refused, or without text.")
+    tombstones: int = Field(description="Deleted message ids restored (kept for ever).")
+    dedupe: int = Field(description="Dedupe marks restored (the later expiry wins).")
+
 
 FLUSH_POLL_SECONDS = 0.1
 NDJSON = "application/x-ndjson"
@@ -61,6 +72,7 @@ def _buffered_refusal(left: int) -> JSONResponse:
     responses={
         **AGENT_ACCESS,
         **error_docs(
+            e404="Unknown agent, or the agent has stored nothing yet.",
             e409="Messages are still buffered after the flush (force=true moves without them).",
         ),
         200: {"content": {NDJSON: {}}, "description": "The export, one JSON object a line."},
@@ -98,10 +110,12 @@ async def export_pool(
 
 @router.post(
     "/import",
+    response_model=ImportResponse,
     responses={
         **AGENT_ACCESS,
         **error_docs(
-            e409="The collection holds another vector size or model, or messages are buffered.",
+            e400="Not a memory-pool export (the detail names the line), or a bad collection name.",
+            e409="The collection holds another vector size or model.",
             e413="The body is over MEMORY_POOL_MAX_BODY_BYTES: send the export in parts.",
         ),
     },
@@ -113,7 +127,7 @@ async def import_pool(
     collection: str | None = Query(None, description="Load into this collection instead."),
     part: bool = Query(False, description="The body is a part of an export (its header, then "
                        "some of its lines): the point count is checked by the caller."),
-) -> dict[str, Any]:  # fmt: skip
+) -> ImportResponse:  # fmt: skip
     """Loads an export (JSON Lines, its header first) into the agent's collection or into
     `collection`; idempotent by point id (`memory-pool import points --url`)."""
     body = await request.body()
@@ -142,11 +156,11 @@ async def import_pool(
         raise InvalidInput(f"not a memory-pool export: {exc}") from exc
     except TransferRefused as exc:
         return JSONResponse(error_body("import_refused", str(exc)), status_code=409)  # type: ignore[return-value]
-    return {
-        "collection": moved.collection,
-        "points": moved.points,
-        "reembedded": moved.reembedded,
-        "refused": moved.refused,
-        "tombstones": moved.tombstones,
-        "dedupe": moved.dedupe,
-    }
+    return ImportResponse(
+        collection=moved.collection,
+        points=moved.points,
+        reembedded=moved.reembedded,
+        refused=moved.refused,
+        tombstones=moved.tombstones,
+        dedupe=moved.dedupe,
+    )

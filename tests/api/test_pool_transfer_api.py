@@ -41,8 +41,8 @@ def stack(redis_url: str, embeddings: EmbeddingServer, tmp_path: Path) -> Iterat
 
 def message(mid: str, channel: str = "c1") -> dict[str, Any]:
     return {"message_id": mid, "discord_user_id": "1", "speaker_name": "Alex",
-            "text": f"message {mid} about the harbour and its whales", "ts": 1718000000000 + int(mid),
-            "channel_id": channel}  # fmt: skip
+            "text": f"message {mid} about the harbour and its whales",
+            "ts": 1718000000000 + int(mid), "channel_id": channel}  # fmt: skip
 
 
 def save(stack: Stack, *mids: str) -> None:

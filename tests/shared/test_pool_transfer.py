@@ -164,8 +164,9 @@ def test_no_vectors_export_reembeds_on_import(
     assert again.keys() == original.keys()
     for pid, point in original.items():
         assert again[pid].payload == point.payload
-        assert point.vector is not None and again[pid].vector is not None
-        assert max(abs(a - b) for a, b in zip(point.vector, again[pid].vector, strict=True)) < 1e-5
+        mine, theirs = point.vector, again[pid].vector
+        assert mine is not None and theirs is not None
+        assert max(abs(a - b) for a, b in zip(mine, theirs, strict=True)) < 1e-5
 
 
 def test_another_model_reembeds_into_a_new_collection(
