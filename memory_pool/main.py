@@ -302,6 +302,7 @@ def _pool_failure(exc: Exception) -> typer.Exit:
 
 def _pool_errors() -> tuple[type[Exception], ...]:
     import httpx
+    import redis
 
     from memory_pool.pool_commands import CommandFailed
     from shared.errors import MemoryPoolError
@@ -310,7 +311,7 @@ def _pool_errors() -> tuple[type[Exception], ...]:
 
     return (
         CommandFailed, BadExport, TransferRefused, MemoryPoolError, httpx.HTTPError, OSError,
-        UnicodeDecodeError,
+        UnicodeDecodeError, redis.RedisError,
     )  # fmt: skip
 
 
