@@ -221,7 +221,10 @@ def health(
     raise typer.Exit(code=0 if report.get("status") == "ok" else 1)
 
 
-import_app = typer.Typer(help="Import chat history into an agent's memory.", no_args_is_help=True)
+import_app = typer.Typer(
+    help="Import into an agent's memory: SillyTavern chats, or a memory-pool export.",
+    no_args_is_help=True,
+)
 app.add_typer(import_app, name="import")
 
 

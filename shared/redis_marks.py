@@ -148,10 +148,14 @@ class RedisMarks:
         self._restore(keys=marker_keys, args=args)
 
 
-def unwritten_messages(client: redis.Redis, collection: str) -> int:
+def unwritten_messages(
+    client: redis.Redis, collection: str, *, skip: frozenset[str] = frozenset()
+) -> int:
     """An agent's buffered messages not stored in any point yet (an open chunk that is
-    written counts as stored): what moving the pool now would leave behind."""
-    conversations = [_decode(m) for m in client.smembers(keys.conversations(collection))]
+    written counts as stored), outside the conversations in `skip`: what moving the pool now
+    would leave behind."""
+    members = client.smembers(keys.conversations(collection))
+    conversations = [c for c in (_decode(m) for m in members) if c not in skip]
     pipe = client.pipeline(transaction=False)
     for conversation in conversations:
         pipe.llen(keys.buffer(conversation))

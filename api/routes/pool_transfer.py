@@ -40,19 +40,24 @@ FLUSH_POLL_SECONDS = 0.1
 NDJSON = "application/x-ndjson"
 
 
-def _still_buffered(runtime: Runtime, agent: AgentConfig) -> int:
-    return unwritten_messages(runtime.redis, agent.collection_name)
+def _still_buffered(runtime: Runtime, agent: AgentConfig, *, writable: bool) -> int:
+    """Messages not stored yet; `writable`: only those a flush can write now (a quarantined
+    conversation waits for a release, so waiting for it would only run out the timeout)."""
+    held: frozenset[str] = frozenset()
+    if writable:
+        held = frozenset(m for m, _ in runtime.quarantine.members(agent.collection_name))
+    return unwritten_messages(runtime.redis, agent.collection_name, skip=held)
 
 
 async def _flush_first(runtime: Runtime, agent: AgentConfig, timeout: float) -> int:
     """Asks the workers to write every open chunk and waits; the messages still buffered."""
     await run_in_threadpool(runtime.buffers.force_flush, agent.collection_name)
     deadline = time.monotonic() + timeout
-    left = await run_in_threadpool(_still_buffered, runtime, agent)
-    while left and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
+        if not await run_in_threadpool(_still_buffered, runtime, agent, writable=True):
+            break
         await asyncio.sleep(FLUSH_POLL_SECONDS)
-        left = await run_in_threadpool(_still_buffered, runtime, agent)
-    return left
+    return await run_in_threadpool(_still_buffered, runtime, agent, writable=False)
 
 
 def _buffered_refusal(left: int) -> JSONResponse:

@@ -5,12 +5,14 @@ a 4xx JSON error that changes nothing."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from shared import keys
 from shared.agents import AgentConfig, Agents, ApiKey
 from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
@@ -173,3 +175,14 @@ def test_a_collection_of_another_size_is_a_409(stack: Stack) -> None:
 def test_an_agent_without_a_collection_is_a_404(stack: Stack) -> None:
     response = stack.client.get("/agents/mythos/export")
     error(response, 404, "no_collection")
+
+
+def test_a_quarantined_conversation_is_told_at_once(stack: Stack) -> None:
+    save(stack, "1")
+    [conversation] = stack.runtime.buffers.conversations_of("mem_mythos")
+    # as a failed flush leaves it: in the quarantine set, which flushes pass by
+    stack.runtime.redis.zadd(keys.QUARANTINE, {conversation: int(time.time() * 1000)})
+    started = time.monotonic()
+    response = stack.client.get("/agents/mythos/export")
+    assert "1 messages are still buffered" in error(response, 409, "messages_buffered")
+    assert time.monotonic() - started < 10  # not the 60 s the flush may take
