@@ -141,9 +141,11 @@ def test_import_into_another_data_folder_and_resend(
                    "--data-dir", str(second))  # fmt: skip
     assert "collection mem_mythos: 3 points" in imported.stdout
     assert "tombstones (deleted message ids): 1" in imported.stdout
-    # importing again is harmless
-    cli(env, "import", "points", str(export), "--agent", "mythos", "--data-dir", str(second))
     with serving(second, env, tmp_path / "second.log") as served:
+        # importing again, now over the running serve's HTTP API, is harmless
+        url = str(served.http.base_url)
+        again = cli(env, "import", "points", str(export), "--agent", "mythos", "--url", url)
+        assert "collection mem_mythos: 3 points" in again.stdout
         for message_id, channel in SENT:
             assert served.post("/save", body(message_id, channel))["accepted"] == 0
         served.flush()
