@@ -100,6 +100,12 @@ def test_export_copy_and_resend(
         assert 0 < client.ttl(keys.seen(COLLECTION, "discord", "1")) <= 30 * 86400
         client.close()
 
+        # exported from the server now: the same bytes as from serve before the move
+        again = tmp_path / "again.jsonl"
+        server_env = env | {"QDRANT_URL": qdrant.url, "REDIS_URL": redis_url}
+        cli(server_env, "export", "--agent", "mythos", "--out", str(again))
+        assert again.read_bytes() == export.read_bytes()
+
         # the compose deployment on the server: the plugin re-sends its last messages
         settings = stack_settings(
             redis_url, embeddings.url, tmp_path / "stack", QDRANT_URL=qdrant.url,
