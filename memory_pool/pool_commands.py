@@ -24,8 +24,8 @@ from memory_pool.embedded_redis import EmbeddedRedis, EmbeddedRedisError
 from shared import keys
 from shared.agents import Agents
 from shared.embedder import Embedder
-from shared.pool_format import read_header
-from shared.pool_transfer import Moved, export_lines, import_lines
+from shared.pool_format import BadExport, End, Tombstone, read_header, read_record
+from shared.pool_transfer import Moved, check_end, export_lines, import_lines
 from shared.redis_marks import RedisMarks, unwritten_messages
 from shared.redis_upgrade import upgrade
 from shared.runtime import redis_client
@@ -146,22 +146,28 @@ def export_online(
         header = read_header(first)
         moved.collection = header.collection
         out.write(first + "\n")
+        end: End | None = None
         with _bar(header.points, "points") as bar:
-            for line in lines:
+            for line_no, line in enumerate(lines, start=2):
                 out.write(line + "\n")
-                # keys are sorted: a point starts with its id, a dedupe mark with its expiry
+                # keys are sorted: a point line starts with its id (and is the only big one)
                 if line.startswith('{"id":'):
                     moved.points += 1
                     bar.update(1)
-                elif line.startswith('{"kind":"tombstone"'):
-                    moved.tombstones += 1
                 elif line.strip():
-                    moved.dedupe += 1
-    if moved.points != header.points:
+                    record = read_record(line, line_no)
+                    if isinstance(record, End):
+                        end = record
+                    elif isinstance(record, Tombstone):
+                        moved.tombstones += 1
+                    else:
+                        moved.dedupe += 1
+    try:
+        check_end(end, moved.points, moved.tombstones + moved.dedupe)
+    except BadExport as exc:
         raise CommandFailed(
-            f"the export stopped after {moved.points} of {header.points} points "
-            "(memory-pool's log says why); export again"
-        )
+            f"the export stopped early (memory-pool's log says why): {exc}"
+        ) from exc
     return moved
 
 
@@ -194,7 +200,7 @@ def _import(pool: OpenPool, lines: Iterator[str], *, collection: str, embedder: 
 def import_online(
     url: str, api_key: str | None, agent: str, lines: Iterator[str], *, collection: str | None
 ) -> Moved:
-    """Sends the header with each part of at most PART_BYTES; checks the point count here."""
+    """Sends the header with each part of at most PART_BYTES; checks the counts here."""
     first = next(lines, "")
     header = read_header(first)
     params = {"part": "true", **({"collection": collection} if collection else {})}
@@ -218,9 +224,15 @@ def import_online(
 
         part: list[str] = []
         size = 0
-        for line in lines:
+        end: End | None = None
+        for line_no, line in enumerate(lines, start=2):
             if not line.strip():
                 continue
+            if line.startswith('{"dedupe"'):  # sorted keys: only the end line starts so
+                record = read_record(line, line_no)
+                if isinstance(record, End):
+                    end = record
+                    continue
             line = line if line.endswith("\n") else line + "\n"
             if part and size + len(line.encode()) > PART_BYTES:
                 send(part)
@@ -228,11 +240,7 @@ def import_online(
             part.append(line)
             size += len(line.encode())
         send(part)
-    if total.points + total.refused != header.points:
-        raise CommandFailed(
-            f"the export holds {total.points + total.refused} points, its header says "
-            f"{header.points}: the file is cut short (importing a whole file again is safe)"
-        )
+    check_end(end, total.points + total.refused, total.tombstones + total.dedupe)
     return total
 
 

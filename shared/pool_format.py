@@ -1,7 +1,8 @@
 """The export file of a pool (JSON Lines), without I/O: its header, one line per point and
 per Redis mark, written byte-stable so export -> import -> export gives the same bytes.
 
-Line 1 is the header; then every point in id order; then tombstones and dedupe marks. Keys are
+Line 1 is the header; then every point in id order; then tombstones and dedupe marks; then
+an end line with the counts. Keys are
 sorted, separators fixed, text kept as UTF-8. Vectors are float32 in Qdrant, so they are written
 as the float32 value (Python's repr of it): the same bytes from the server and local mode.
 """
@@ -73,7 +74,18 @@ class DedupeMark:
     value: str
 
 
-Record = StoredPoint | Tombstone | DedupeMark
+@dataclass(frozen=True, slots=True)
+class End:
+    """The last line: what the export holds. The header's counts are those at its start (a
+    running memory-pool may write while it exports); these are exact, and a file without
+    this line was cut short."""
+
+    points: int
+    tombstones: int
+    dedupe: int
+
+
+Record = StoredPoint | Tombstone | DedupeMark | End
 
 
 def dumps(obj: dict[str, Any]) -> str:
@@ -132,6 +144,12 @@ def dedupe_line(mark: DedupeMark) -> str:
             "expires_at": mark.expires_at,
             "value": mark.value,
         }
+    )
+
+
+def end_line(end: End) -> str:
+    return dumps(
+        {"kind": "end", "points": end.points, "tombstones": end.tombstones, "dedupe": end.dedupe}
     )
 
 
@@ -196,6 +214,12 @@ def read_record(line: str, line_no: int) -> Record:
             message_id=_field(obj, "message_id", str, line_no),
             expires_at=_field(obj, "expires_at", int, line_no),
             value=_field(obj, "value", str, line_no),
+        )
+    if kind == "end":
+        return End(
+            points=_field(obj, "points", int, line_no),
+            tombstones=_field(obj, "tombstones", int, line_no),
+            dedupe=_field(obj, "dedupe", int, line_no),
         )
     raise BadExport(f"line {line_no}: unknown kind {kind!r}")
 

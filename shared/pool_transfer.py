@@ -17,10 +17,12 @@ from shared.errors import DimensionMismatch, InputRejected, ModelMismatch
 from shared.pool_format import (
     BadExport,
     DedupeMark,
+    End,
     Header,
     Tombstone,
     dedupe_line,
     dumps,
+    end_line,
     point_line,
     read_header,
     read_record,
@@ -78,8 +80,7 @@ def export_lines(
     progress: Progress = _nothing,
     moved: Moved | None = None,
 ) -> Iterator[str]:
-    """The export, line by line (each ending in a newline): header, points, markers. Raises
-    TransferRefused at the end if the number of points changed while it ran."""
+    """The export, line by line (each ending in a newline): header, points, markers, end."""
     state = store.collection(collection)
     if state is None:
         raise TransferRefused(f"collection {collection!r} does not exist: nothing to export")
@@ -110,11 +111,11 @@ def export_lines(
         else:
             moved.dedupe += 1
             yield dedupe_line(mark) + "\n"
+    yield end_line(End(moved.points, moved.tombstones, moved.dedupe)) + "\n"
     if moved.points != expected:
-        raise TransferRefused(
-            f"collection {collection!r} changed while it was exported ({expected} points at the "
-            f"start, {moved.points} read): stop what writes to it and export again"
-        )
+        # a running memory-pool writes on while it exports: the end line has the real count
+        log.info("%s: %d points at the start of the export, %d exported", collection,
+                 expected, moved.points)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -170,36 +171,77 @@ def import_lines(
         raise BadExport("the file is empty")
     header = read_header(first[1])
     target = collection or header.collection
-    plan = plan_import(header, store, embedder, target)
-    moved = Moved(target)
-    points: list[StoredPoint] = []
-    pending: list[Tombstone | DedupeMark] = []
-    read_points = 0
+    loader = _Loader(plan_import(header, store, embedder, target), store, marks, embedder)
+    loader.progress = progress
+    end: End | None = None
     for line_no, line in numbered:
         if not line.strip():
             continue
+        if end is not None:
+            raise BadExport(f"line {line_no}: a line after the end line")
         record = read_record(line, line_no)
-        if isinstance(record, StoredPoint):
-            read_points += 1
-            if not plan.reembed and (record.vector is None or len(record.vector) != plan.size):
-                raise BadExport(f"line {line_no}: the vector does not have {plan.size} numbers")
-            points.append(record)
-            if len(points) >= POINT_BATCH:
-                _write_points(points, plan, store, embedder, moved, progress)
-                points = []
+        if isinstance(record, End):
+            end = record
         else:
-            pending.append(record)
-            if len(pending) >= MARK_BATCH:
-                _restore(pending, marks, target, moved)
-                pending = []
-    _write_points(points, plan, store, embedder, moved, progress)
-    _restore(pending, marks, target, moved)
-    if check_count and read_points != header.points:
+            loader.add(record, line_no)
+    loader.finish()
+    if check_count:
+        check_end(end, loader.read_points, loader.read_marks)
+    return loader.moved
+
+
+class _Loader:
+    """Records of an export, written in batches: points to the store, markers to Redis."""
+
+    def __init__(self, plan: ImportPlan, store: Store, marks: RedisMarks, embedder: Embedder):
+        self.plan, self.store, self.marks, self.embedder = plan, store, marks, embedder
+        self.moved = Moved(plan.collection)
+        self.progress: Progress = _nothing
+        self.points: list[StoredPoint] = []
+        self.pending: list[Tombstone | DedupeMark] = []
+        self.read_points = self.read_marks = 0
+
+    def add(self, record: StoredPoint | Tombstone | DedupeMark, line_no: int) -> None:
+        if isinstance(record, StoredPoint):
+            self.read_points += 1
+            size = self.plan.size
+            if not self.plan.reembed and (record.vector is None or len(record.vector) != size):
+                raise BadExport(f"line {line_no}: the vector does not have {size} numbers")
+            self.points.append(record)
+            if len(self.points) >= POINT_BATCH:
+                self._write()
+        else:
+            self.read_marks += 1
+            self.pending.append(record)
+            if len(self.pending) >= MARK_BATCH:
+                self._restore()
+
+    def finish(self) -> None:
+        self._write()
+        self._restore()
+
+    def _write(self) -> None:
+        if self.points:
+            _write_points(self.points, self.plan, self.store, self.embedder, self.moved,
+                          self.progress)  # fmt: skip
+            self.points = []
+
+    def _restore(self) -> None:
+        if self.pending:
+            _restore(self.pending, self.marks, self.plan.collection, self.moved)
+            self.pending = []
+
+
+def check_end(end: End | None, points: int, marks: int) -> None:
+    """A whole export ends with its counts; anything else was cut short."""
+    cut = "(what was read is stored; importing the whole file again is safe)"
+    if end is None:
+        raise BadExport(f"the file is cut short: it has no end line {cut}")
+    if (points, marks) != (end.points, end.tombstones + end.dedupe):
         raise BadExport(
-            f"the export holds {read_points} points, its header says {header.points}: the file "
-            "is cut short (the points read were stored; importing a whole file again is safe)"
+            f"the file holds {points} points and {marks} marks, its end line says "
+            f"{end.points} and {end.tombstones + end.dedupe} {cut}"
         )
-    return moved
 
 
 def _write_points(

@@ -61,7 +61,7 @@ def stored_ids(lines: list[str]) -> set[str]:
     found: set[str] = set()
     for line in lines[1:]:
         record = json.loads(line)
-        if record["kind"] == "point":
+        if record.get("kind") == "point":
             found.update(record["payload"]["messageIdList"])
     return found
 

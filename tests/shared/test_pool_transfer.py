@@ -108,8 +108,10 @@ def test_export_import_export_is_byte_equal(
     assert header["model"] == MODEL and header["dimensions"] == EMBEDDING_DIMS
     assert header["bm25"] == {"encoding": encoding_of("english")}
     assert [json.loads(line)["id"] for line in lines[1:41]] == sorted(ids)
-    kinds = [json.loads(line)["kind"] for line in lines[41:]]
+    kinds = [json.loads(line)["kind"] for line in lines[41:-1]]
     assert sorted(kinds) == ["dedupe", "dedupe", "tombstone"]
+    end = {"kind": "end", "points": 40, "tombstones": 1, "dedupe": 2}
+    assert json.loads(lines[-1]) == end
 
     # into another collection of the same store, and into a fresh Redis state
     marks.redis.flushall()
@@ -221,8 +223,12 @@ def test_a_cut_or_broken_file_is_told(
     seed(store, marks.redis)
     lines = export_text(store, marks, SOURCE).splitlines(keepends=True)
     embedder = embedder_for(embeddings)
-    with pytest.raises(BadExport, match="holds 10 points, its header says 40"):
+    with pytest.raises(BadExport, match="cut short: it has no end line"):
         import_lines(lines[:11], store=store, marks=marks, embedder=embedder, collection="mem_cut")
+    with pytest.raises(BadExport, match="holds 39 points and 3 marks, its end line says 40 and 3"):
+        import_lines(lines[:5] + lines[6:], store=store, marks=marks, embedder=embedder)
+    with pytest.raises(BadExport, match="a line after the end line"):
+        import_lines([*lines, lines[1]], store=store, marks=marks, embedder=embedder)
     with pytest.raises(BadExport, match="not a memory-pool export"):
         import_lines(lines[1:], store=store, marks=marks, embedder=embedder)
     with pytest.raises(BadExport, match="line 3: not JSON"):
