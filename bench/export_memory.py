@@ -82,9 +82,12 @@ def run_export(agent: str, out: Path, env: dict[str, str]) -> tuple[int, float, 
     command = [sys.executable, "-c", LAUNCHER, str(peak_file), "export", "--agent", agent,
                "--out", str(out)]  # fmt: skip
     started = time.perf_counter()
-    code = subprocess.run(
-        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    ).returncode
+    with out.with_suffix(".log").open("w") as log:
+        code = subprocess.run(
+            command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log
+        ).returncode
+    if code != 0 and out.stem != "none":
+        sys.stderr.write(out.with_suffix(".log").read_text()[-2000:])
     return int(peak_file.read_text()), time.perf_counter() - started, code
 
 
@@ -108,6 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             **{k: v for k, v in os.environ.items() if not k.startswith("MEMORY_POOL_")},
             "QDRANT_URL": qdrant.url,
             "REDIS_URL": redis_server.url,
+            # local mode behind the test server scrolls a 100k collection slowly (it sorts
+            # every id per page); a real Qdrant answers a page in milliseconds
+            "MEMORY_POOL_QDRANT_TIMEOUT": "300",
         }
         rows = []
         none_rss, none_s, code = run_export("nobody", Path(folder) / "none.jsonl", env)
