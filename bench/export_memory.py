@@ -114,6 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # local mode behind the test server scrolls a 100k collection slowly (it sorts
             # every id per page); a real Qdrant answers a page in milliseconds
             "MEMORY_POOL_QDRANT_TIMEOUT": "300",
+            "MEMORY_POOL_LEASE_SECONDS": "700",  # must stay above twice that timeout
         }
         rows = []
         none_rss, none_s, code = run_export("nobody", Path(folder) / "none.jsonl", env)
