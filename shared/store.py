@@ -28,6 +28,8 @@ from shared.store_rules import (
     is_rejected_input,
     model_metadata,
     point_vectors,
+    stored_point,
+    stored_vectors,
 )
 
 if TYPE_CHECKING:
@@ -58,6 +60,18 @@ class PointToWrite:
     vector: list[float]
     payload: dict[str, Any]
     terms: Terms | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPoint:
+    """One point as it is stored, for moving a pool (export, import, copy): its id, payload,
+    the unnamed dense vector and the BM25 sparse vector (indices, values), each None when not
+    read or not there."""
+
+    id: str
+    payload: dict[str, Any]
+    vector: list[float] | None
+    sparse: tuple[list[int], list[float]] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,6 +370,49 @@ class Store(StoreBrowsing):
                 yield str(point.id), dict(point.payload or {})
             if offset is None:
                 return
+
+    def iter_points(
+        self, name: str, *, with_vectors: bool = True, page: int = 256
+    ) -> Iterator[StoredPoint]:
+        """Every point in id order, one page per request (constant memory; the lock is not held
+        between pages); nothing for a missing collection."""
+        offset: models.ExtendedPointId | None = None
+        while True:
+
+            def scroll(
+                client: QdrantClient, start: models.ExtendedPointId | None = offset
+            ) -> tuple[list[models.Record], models.ExtendedPointId | None]:
+                return client.scroll(
+                    name, limit=page, offset=start, with_payload=True, with_vectors=with_vectors
+                )
+
+            nothing: tuple[list[models.Record], models.ExtendedPointId | None] = ([], None)
+            points, offset = self._read(name, scroll, missing=nothing)
+            for point in points:
+                yield stored_point(point)
+            if offset is None:
+                return
+
+    def write_points(self, name: str, points: Sequence[StoredPoint]) -> None:
+        """Upserts the points exactly as given; their BM25 vectors only where the collection
+        has BM25 (a point without a dense vector is refused: nothing could find it)."""
+        state = self.collection(name)
+        if state is None:
+            raise CollectionMissing(f"collection {name!r} does not exist")
+        for start in range(0, len(points), UPSERT_BATCH):
+            structs = [
+                models.PointStruct(
+                    id=p.id, vector=stored_vectors(p, sparse=state.has_bm25), payload=p.payload
+                )
+                for p in points[start : start + UPSERT_BATCH]
+            ]
+            try:
+                with self._io() as client:
+                    client.upsert(name, structs, wait=True)
+            except (UnexpectedResponse, ValueError) as e:
+                if is_missing(e, name):
+                    raise CollectionMissing(f"collection {name!r} does not exist") from e
+                raise
 
     def delete_points(self, name: str, ids: Sequence[str]) -> int:
         """Deletes the points; returns how many of them existed."""
