@@ -20,6 +20,7 @@ from api.routes import (
     memories,
     metrics,
     operations,
+    pool_transfer,
     quarantine,
     retrieve,
     save,
@@ -75,6 +76,7 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
     app.include_router(memories.router)
     app.include_router(ui.router)
     app.include_router(quarantine.router)
+    app.include_router(pool_transfer.router)
     return app
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 from fastapi import Depends, Request
 
@@ -10,12 +10,21 @@ from api.auth import check_global_access, resolve_agent
 from shared.agents import AgentConfig
 from shared.runtime import Runtime
 
+if TYPE_CHECKING:  # the app's parts, for their types only (api.app imports this module's users)
+    from prometheus_client import CollectorRegistry
+
+    from api.hybrid_recall import LexicalCollections
+    from api.metrics import ApiMeters
+    from api.recall import QueryCache
+    from shared.agent_names import AgentNames
+    from shared.buffers import AsyncSaver
+
 # Dependencies that do no I/O are `async def`: FastAPI runs a plain `def` dependency in its
 # threadpool, a hand-off that cost /save measurable CPU (BENCHMARKS.md, section 1).
 
 
 async def get_runtime(request: Request) -> Runtime:
-    return request.app.state.runtime
+    return cast("Runtime", request.app.state.runtime)
 
 
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
@@ -34,6 +43,33 @@ async def get_agent(bot: str, runtime: RuntimeDep, request: Request) -> AgentCon
 async def require_global_access(runtime: RuntimeDep, request: Request) -> None:
     """Endpoints spanning all agents need a key valid for every agent, once keys exist."""
     check_global_access(runtime.agents, request.headers)
+
+
+# The parts api/app.py keeps on app.state, typed. Plain functions, not Depends: /save is the hot
+# path, and each FastAPI dependency costs a resolution step per request.
+def saver(request: Request) -> AsyncSaver:
+    return cast("AsyncSaver", request.app.state.saver)
+
+
+def agent_names(request: Request) -> AgentNames:
+    return cast("AgentNames", request.app.state.names)
+
+
+def meters(request: Request) -> ApiMeters | None:
+    """None when metrics are off (MEMORY_POOL_METRICS=false)."""
+    return cast("ApiMeters | None", request.app.state.meters)
+
+
+def query_cache(request: Request) -> QueryCache:
+    return cast("QueryCache", request.app.state.query_cache)
+
+
+def lexical(request: Request) -> LexicalCollections:
+    return cast("LexicalCollections", request.app.state.lexical)
+
+
+def metrics_registry(request: Request) -> CollectorRegistry:
+    return cast("CollectorRegistry", request.app.state.metrics_registry)
 
 
 AgentDep = Annotated[AgentConfig, Depends(get_agent)]

@@ -9,6 +9,7 @@ import redis
 from shared import bm25_store, keys
 from shared.errors import MemoryPoolError
 from shared.hybrid_store import hybrid_possible
+from shared.redis_text import as_text
 from shared.runtime import Runtime
 from shared.store import CollectionState
 
@@ -38,11 +39,7 @@ def _redis_section(runtime: Runtime) -> dict[str, Any]:
 def seen_agents(runtime: Runtime) -> dict[str, str]:
     """Every agent that ever stored a message: collection -> its canonical name."""
     recorded = runtime.redis.hgetall(keys.NAMES)
-    return {_decode(coll): _decode(name) for coll, name in recorded.items()}
-
-
-def _decode(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+    return {as_text(coll): as_text(name) for coll, name in recorded.items()}
 
 
 def _embedding_section(runtime: Runtime) -> dict[str, Any]:
@@ -71,7 +68,7 @@ def _agent_section(
             and (dims is None or state.size == dims),
             **lexical_state(runtime, name, state),
         )
-    section["blocked"] = _decode(blocked) if blocked else None
+    section["blocked"] = as_text(blocked) if blocked else None
     section["quarantined"] = quarantined
     return section
 

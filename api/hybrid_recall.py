@@ -13,7 +13,7 @@ from cachetools import TTLCache
 from shared.bm25 import Terms
 from shared.filters import Filter
 from shared.format import RecallHit
-from shared.hybrid_store import FusedPoint, cosines, fused_query, hybrid_possible
+from shared.hybrid_store import FusedPoint, cosines, fused_query, local_mode_fits
 from shared.recall_rules import MAX_PAGES, MIN_PAGE, HitSelector, is_excluded
 from shared.store import Store
 
@@ -27,22 +27,29 @@ LEXICAL_STATE_SECONDS = 30.0
 
 class LexicalCollections:
     """Whether a collection can be recalled hybrid (it has the BM25 vector; in local mode, it
-    is not too large), read from Qdrant at most every 30 s."""
+    is not too large for the query), read from Qdrant at most every 30 s."""
 
     def __init__(self, store: Store, *, ttl: float = LEXICAL_STATE_SECONDS) -> None:
         self.store = store
-        self._known: TTLCache[str, bool] = TTLCache(maxsize=4096, ttl=ttl, timer=time.monotonic)
+        # the collection's points where it has the BM25 vector, None where it has not
+        self._known: TTLCache[str, int | None] = TTLCache(
+            maxsize=4096, ttl=ttl, timer=time.monotonic
+        )
         self._lock = threading.Lock()
 
-    def has_bm25(self, collection: str) -> bool:
+    def has_bm25(self, collection: str, terms: int = 0) -> bool:
+        """For a query of `terms` BM25 terms (local mode's sparse scoring grows with them)."""
         with self._lock:
-            known = self._known.get(collection)
-        if known is None:
+            found = collection in self._known
+            points = self._known.get(collection)
+        if not found:
             state = self.store.collection(collection)
-            known = hybrid_possible(state, local=self.store.local)
+            points = state.points_count if state is not None and state.has_bm25 else None
             with self._lock:
-                self._known[collection] = known
-        return known
+                self._known[collection] = points
+        if points is None:
+            return False
+        return not self.store.local or local_mode_fits(points, terms)
 
     def forget(self, collection: str) -> None:
         with self._lock:

@@ -139,7 +139,9 @@ def recall(
     queries = 0
     if request.mode == "hybrid" and lexical is not None and lexical.has_bm25(collection):
         terms = cache.terms(request.query_text, agent.language)
-        if terms:  # a query of stopwords only has no lexical leg
+        # a query of stopwords only has no lexical leg; a long one may be too costly for
+        # local mode's sparse scoring on this collection
+        if terms and lexical.has_bm25(collection, len(terms.indices)):
             fill = HybridFill(store, collection, vector, terms, request, query_filter)
             try:
                 queries = fill.run(selector)

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from shared.bm25 import MAX_LEXICAL_THRESHOLD
 from shared.ids import MAX_ID_CHARS, MAX_SOURCE_CHARS, id_problem, message_id_problem
 from shared.timestamps import MAX_STORABLE_MS, MIN_STORABLE_MS
 
@@ -174,8 +175,11 @@ class RetrieveRequest(BaseModel):
     lexical_threshold: float | None = Field(
         None,
         ge=0,
+        le=MAX_LEXICAL_THRESHOLD,
+        allow_inf_nan=False,
         description="The BM25 score a chunk needs to come from the lexical leg (Qdrant's IDF "
-        "times the term weight, summed over the query's words); absent: the agent's (5.0).",
+        "times the term weight, summed over the query's words); absent: the agent's (5.0). "
+        "Finite, at most 1,000,000 (which no chunk reaches: the lexical leg admits nothing).",
     )
     source: SourceFilter | None = Field(
         None, description='Only chunks from this interface ("discord").'

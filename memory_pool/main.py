@@ -222,7 +222,10 @@ def health(
     raise typer.Exit(code=0 if report.get("status") == "ok" else 1)
 
 
-import_app = typer.Typer(help="Import chat history into an agent's memory.", no_args_is_help=True)
+import_app = typer.Typer(
+    help="Import into an agent's memory: SillyTavern chats, or a memory-pool export.",
+    no_args_is_help=True,
+)
 app.add_typer(import_app, name="import")
 
 
@@ -272,6 +275,210 @@ def import_sillytavern(
         typer.echo(f"error: {url}: {exc} (importing again is safe)", err=True)
         raise typer.Exit(code=1) from exc
     typer.echo("\n".join(summary.lines()))
+
+
+UrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        help="A running memory-pool (it writes buffered messages first); without it the "
+        "data folder or the configured servers are opened here (stop serve first).",
+    ),
+]
+ApiKeyOption = Annotated[
+    str | None, typer.Option("--api-key", help="With --url: a key the agent accepts.")
+]
+DataDirOption = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Without --url: the data folder; MEMORY_POOL_DATA_DIR."),
+]
+ForceOption = Annotated[
+    bool, typer.Option("--force", help="Move the pool even if messages are still buffered.")
+]
+
+
+def _pool_failure(exc: Exception) -> typer.Exit:
+    from memory_pool.pool_commands import CommandFailed
+
+    typer.echo(f"error: {exc}", err=True)
+    return typer.Exit(code=exc.code if isinstance(exc, CommandFailed) else 1)
+
+
+def _pool_errors() -> tuple[type[Exception], ...]:
+    import httpx
+    import redis
+
+    from memory_pool.pool_commands import CommandFailed
+    from shared.errors import MemoryPoolError
+    from shared.pool_format import BadExport
+    from shared.pool_transfer import TransferRefused
+
+    return (
+        CommandFailed, BadExport, TransferRefused, MemoryPoolError, httpx.HTTPError, OSError,
+        UnicodeDecodeError, redis.RedisError,
+    )  # fmt: skip
+
+
+@app.command("export")
+def export_pool(
+    agent: Annotated[str, typer.Option("--agent", help="The agent whose pool to export.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="The file to write; default: standard output.")
+    ] = None,
+    no_vectors: Annotated[
+        bool, typer.Option("--no-vectors", help="Leave the vectors out (import re-embeds).")
+    ] = False,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    data_dir: DataDirOption = None,
+    force: ForceOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Export an agent's pool as JSON Lines: its points, tombstones and dedupe marks."""
+    from memory_pool.pool_commands import export_offline, export_online
+
+    settings = _settings(config)
+    if data_dir is not None:
+        settings = settings.model_copy(update={"data_dir": data_dir})
+    target = out.with_name(out.name + ".partial") if out else None
+    try:
+        with target.open("w", encoding="utf-8") if target else _stdout() as stream:
+            if url:
+                moved = export_online(
+                    url, api_key, agent, stream, vectors=not no_vectors, force=force
+                )
+            else:
+                agents = load_agents(settings.config_path)
+                moved = export_offline(
+                    settings, agents, agent, stream, vectors=not no_vectors, force=force
+                )
+    except _pool_errors() as exc:
+        if target:
+            target.unlink(missing_ok=True)
+        raise _pool_failure(exc) from exc
+    if out and target:
+        target.replace(out)  # a file named `out` is always a whole export
+    typer.echo("\n".join(moved.lines()), err=True)
+
+
+def _stdout():  # type: ignore[no-untyped-def]
+    from contextlib import nullcontext
+
+    return nullcontext(sys.stdout)
+
+
+@import_app.command("points")
+def import_points(
+    file: Annotated[Path, typer.Argument(help="An export (`memory-pool export`).")],
+    agent: Annotated[str, typer.Option("--agent", help="The agent to import into.")],
+    collection: Annotated[
+        str | None,
+        typer.Option("--collection", help="Load into this collection instead of the agent's own."),
+    ] = None,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    data_dir: DataDirOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Load an export into the configured store; another embedding model re-embeds the text."""
+    from memory_pool.pool_commands import import_offline, import_online
+    from shared.embedder import make_embedder
+
+    settings = _settings(config)
+    if data_dir is not None:
+        settings = settings.model_copy(update={"data_dir": data_dir})
+    try:
+        with file.open(encoding="utf-8") as stream:
+            if url:
+                moved = import_online(url, api_key, agent, iter(stream), collection=collection)
+            else:
+                agents = load_agents(settings.config_path)
+                target = collection or agents.get(agent).collection_name
+                embedder = make_embedder(settings)
+                try:
+                    moved = import_offline(
+                        settings, agents, iter(stream), collection=target, embedder=embedder
+                    )
+                finally:
+                    embedder.close()
+    except _pool_errors() as exc:
+        raise _pool_failure(exc) from exc
+    typer.echo("\n".join(moved.lines()))
+
+
+@app.command("copy")
+def copy_pool(
+    from_data_dir: Annotated[
+        Path, typer.Option("--from-data-dir", help="serve's data folder (serve stopped).")
+    ],
+    to_url: Annotated[str, typer.Option("--to-url", help="The Qdrant server to copy into.")],
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Only this agent; default: every agent.")
+    ] = None,
+    to_redis_url: Annotated[
+        str | None,
+        typer.Option(
+            "--to-redis-url", help="The target's Redis (tombstones, dedupe); default REDIS_URL."
+        ),
+    ] = None,
+    to_qdrant_api_key: Annotated[
+        str | None, typer.Option("--to-qdrant-api-key", help="Default QDRANT_API_KEY.")
+    ] = None,
+    force: ForceOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """Copy an embedded data folder (memory-pool serve) to a Qdrant server and its Redis."""
+    from memory_pool.pool_commands import CommandFailed
+    from memory_pool.pool_commands import copy_pool as run_copy
+    from shared.embedder import make_embedder
+
+    settings = _settings(config)
+    redis_url = to_redis_url or settings.redis_url
+    if not redis_url:
+        typer.echo(
+            "error: the target's Redis is needed for tombstones and dedupe marks: "
+            "pass --to-redis-url or set REDIS_URL",
+            err=True,
+        )
+        raise typer.Exit(code=2)
+    source = settings.model_copy(
+        update={"data_dir": from_data_dir, "qdrant_url": None, "redis_url": None}
+    )
+    target = settings.model_copy(
+        update={
+            "qdrant_url": to_url,
+            "redis_url": redis_url,
+            "qdrant_api_key": to_qdrant_api_key or settings.qdrant_api_key,
+        }
+    )
+    agents = load_agents(settings.config_path)
+    embedder = make_embedder(settings)
+    try:
+        chosen = None
+        if agent is not None:
+            found = agents.get(agent)
+            chosen = [(found.collection_name, found.name)]
+        results = run_copy(
+            source, target, agents, chosen, embedder=embedder, force=force, echo=typer.echo
+        )
+        mismatched = [(m, s, t) for m, s, t in results if s != t]
+        for moved, in_source, in_target in results:
+            verdict = "counts match" if in_source == in_target else "COUNTS DIFFER"
+            typer.echo(
+                f"{moved.collection}: {in_source} points in the data folder, "
+                f"{in_target} on {to_url}: {verdict}"
+            )
+        if not results:
+            raise CommandFailed("the data folder holds no agent's collection: nothing copied")
+        if mismatched:
+            raise CommandFailed(
+                "the target holds another number of points than the data folder (points it "
+                "had before the copy?); see above"
+            )
+    except _pool_errors() as exc:
+        raise _pool_failure(exc) from exc
+    finally:
+        embedder.close()
 
 
 hermes_app = typer.Typer(help="The Hermes Agent memory provider plugin.", no_args_is_help=True)

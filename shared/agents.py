@@ -10,7 +10,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from shared.bm25 import DEFAULT_LANGUAGE, DEFAULT_LEXICAL_THRESHOLD
+from shared.bm25 import DEFAULT_LANGUAGE, DEFAULT_LEXICAL_THRESHOLD, MAX_LEXICAL_THRESHOLD
 from shared.chunking import ChunkRules
 from shared.errors import ConfigError, InvalidAgentName, UnknownAgent
 from shared.naming import collection_name
@@ -50,7 +50,9 @@ class AgentDefaults(BaseModel):
     # Changing it re-makes the terms of the whole collection (the backfill does it).
     language: str = Field(DEFAULT_LANGUAGE, min_length=1, max_length=32)
     # The BM25 score a point needs to enter the fusion from the lexical leg (see README).
-    lexical_threshold: float = Field(DEFAULT_LEXICAL_THRESHOLD, ge=0)
+    lexical_threshold: float = Field(
+        DEFAULT_LEXICAL_THRESHOLD, ge=0, le=MAX_LEXICAL_THRESHOLD, allow_inf_nan=False
+    )
 
     @model_validator(mode="after")
     def _min_below_max(self) -> AgentDefaults:

@@ -17,6 +17,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from shared import keys
+from shared.redis_text import as_text
 
 log = logging.getLogger(__name__)
 
@@ -66,10 +67,6 @@ class Backlog:
     held: int = 0  # conversations with unwritten messages whose agent's writes are held
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 def read_backlog(client: redis.Redis, label: Callable[[str], str]) -> Backlog:
     """The backlog now; `label` turns an agent's name into its metric label."""
     now_ms = int(time.time() * 1000)
@@ -87,7 +84,7 @@ def read_backlog(client: redis.Redis, label: Callable[[str], str]) -> Backlog:
     backlog.quarantined = quarantined
     if first_due:
         backlog.overdue_seconds = max(0.0, (now_ms - first_due[0][1]) / 1000)
-    agents = {_text(c): label(_text(n)) for c, n in names.items()}
+    agents = {as_text(c): label(as_text(n)) for c, n in names.items()}
     _read_conversations(client, agents, backlog, now_ms)
     return backlog
 
@@ -102,7 +99,7 @@ def _read_conversations(
     replies = pipe.execute()
     owners = []  # (agent label, blocked, conversation)
     for label, members, blocked in zip(agents.values(), replies[::2], replies[1::2], strict=True):
-        owners.extend((label, bool(blocked), _text(m)) for m in members)
+        owners.extend((label, bool(blocked), as_text(m)) for m in members)
     oldest, read_buffers = now_ms, client.register_script(_READ_BUFFERS)
     for start in range(0, len(owners), CONVERSATIONS_PER_CALL):
         batch = owners[start : start + CONVERSATIONS_PER_CALL]

@@ -23,6 +23,11 @@ DEFAULT_LANGUAGE = "english"
 # The BM25 score (Qdrant's IDF x fastembed's term weight, summed over the query's terms) a
 # point needs to come from the lexical leg; measured on bench/quality (BENCHMARKS.md).
 DEFAULT_LEXICAL_THRESHOLD = 5.0
+# A query's BM25 score is a sum over its distinct terms of IDF (at most ~20) times a term
+# weight (at most k + 1 = 2.2): even 8,000 characters of query stay far below this, so it
+# already admits nothing. Beyond float32 (Qdrant's scores) a threshold would overflow, and
+# an infinite one reaches a server as `null`, i.e. no threshold at all: both are refused.
+MAX_LEXICAL_THRESHOLD = 1_000_000.0
 # fastembed reads `<language>.txt` stopwords from the model folder; shipping the folder keeps it
 # from downloading the Qdrant/bm25 repository. Languages without a file get no stopwords
 # (Qdrant's IDF still weighs common words down).

@@ -1,196 +1,31 @@
 """The Redis side of the write path: dedupe, conversation buffers, the due set and leases.
 
-Every change is one Lua script, so it is atomic; the scripts keep to Redis 6.0 commands. Keys are
+Every change is one Lua script (shared/redis_scripts/*.lua, each headed by its KEYS, ARGV and
+result), so it is atomic; the scripts keep to Redis 6.0 commands. Keys are
 passed as arguments because each call touches many conversations: memory-pool needs a standalone
 Redis (or one cluster slot), not Redis Cluster.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import redis
 import redis.asyncio
 
 from shared import keys
+from shared.conversation_meta import ConversationMeta, Field
 from shared.conversations import ConversationRef, collection_of
 from shared.errors import AgentBlocked, UpstreamUnavailable
 from shared.messages import Message
-
-_SAVE = """
-local now, ttl, groups = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local collection = ARGV[4]
-local reason = redis.call('GET', KEYS[2])
-if reason then return {-1, reason} end
-local due, i, accepted, dups = KEYS[1], 5, 0, 0
-for g = 1, groups do
-  local meta, buf, convs, member = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3]
-  local min_chars, gap_ms, idle_ms = tonumber(ARGV[i+9]), tonumber(ARGV[i+10]), tonumber(ARGV[i+11])
-  local n, agent = tonumber(ARGV[i+12]), ARGV[i+4]
-  local fields = {'agent', ARGV[i+4], 'source', ARGV[i+5], 'cid', ARGV[i+6],
-                  'channel', ARGV[i+7], 'guild', ARGV[i+8], 'noidle', ARGV[i+13]}
-  i = i + 14
-  local newest = tonumber(redis.call('HGET', meta, 'newest') or '0')
-  local added, added_size, gap = 0, 0, false
-  for m = 1, n do
-    local seen, ts = ARGV[i], tonumber(ARGV[i+3])
-    if redis.call('SET', seen, member, 'NX', 'EX', ttl) then
-      redis.call('RPUSH', buf, ARGV[i+1])
-      added, added_size = added + 1, added_size + tonumber(ARGV[i+2])
-      if newest > 0 and ts - newest > gap_ms then gap = true end
-      if ts > newest then newest = ts end
-    else
-      -- Seeing an id again keeps it remembered; a deleted id (no expiry) stays deleted.
-      if redis.call('TTL', seen) > 0 then redis.call('EXPIRE', seen, ttl) end
-      dups = dups + 1
-    end
-    i = i + 4
-  end
-  if added > 0 then
-    accepted = accepted + added
-    for f = 1, #fields, 2 do
-      if fields[f+1] ~= '' then redis.call('HSETNX', meta, fields[f], fields[f+1]) end
-    end
-    redis.call('HSET', meta, 'last', now, 'newest', newest)
-    local chars = redis.call('HINCRBY', meta, 'chars', added_size)
-    redis.call('SADD', convs, member)
-    -- The first spelling that stores something names the agent (its canonical name).
-    redis.call('HSETNX', KEYS[3], collection, agent)
-    -- A quarantined conversation keeps its new messages but waits for a release.
-    if not redis.call('ZSCORE', KEYS[4], member) then
-      -- A chunk may close now: flush at once; else wait for the conversation to go quiet.
-      local target = now + idle_ms
-      if chars >= min_chars or gap then target = now end
-      -- A conversation backing off (provider or Qdrant down) keeps its retry time.
-      local retry_at = tonumber(redis.call('HGET', meta, 'retry_at') or '0')
-      if target < retry_at then target = retry_at end
-      local current = tonumber(redis.call('ZSCORE', due, member))
-      if current == nil or current > now then redis.call('ZADD', due, target, member) end
-    end
-  end
-end
-return {accepted, dups}
-"""
-
-_CLAIM = """
-local now, ttl, max = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, max)
-local claimed = {}
-for n, member in ipairs(members) do
-  local lease = ARGV[4] .. member
-  local left = redis.call('PTTL', lease)
-  if redis.call('ZSCORE', KEYS[2], member) then
-    -- Quarantined (a save, a force flush or a delete made it due again): it waits for a
-    -- release, never for a flush, so it cannot hold back the conversations batched with it.
-    redis.call('ZREM', KEYS[1], member)
-  elseif left > 0 then
-    -- Busy elsewhere: look again when that lease would expire, so a dead worker's
-    -- conversation is handed on within seconds and live ones are not polled.
-    redis.call('ZADD', KEYS[1], now + left, member)
-  else
-    local token = ARGV[5] .. ':' .. n
-    redis.call('SET', lease, token, 'PX', ttl)
-    redis.call('ZADD', KEYS[1], now + ttl, member)
-    table.insert(claimed, member)
-    table.insert(claimed, token)
-  end
-end
-return claimed
-"""
-
-_BEGIN = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return false end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('ZADD', KEYS[4], tonumber(ARGV[3]) + tonumber(ARGV[2]), ARGV[4])
-return {redis.call('HGETALL', KEYS[2]), redis.call('LRANGE', KEYS[3], 0, -1)}
-"""
-
-_RENEW = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-if (redis.call('HGET', KEYS[2], 'gen') or '0') ~= ARGV[5] then return -1 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('ZADD', KEYS[3], tonumber(ARGV[3]) + tonumber(ARGV[2]), ARGV[4])
--- The points this flush is about to write: if it dies or is overtaken before its commit, the
--- next flush takes them back first (they may hold messages deleted meanwhile).
-if ARGV[6] ~= '' then redis.call('HSET', KEYS[2], 'inflight', ARGV[6]) end
-return 1
-"""
-
-_COMMIT = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-local now, member = tonumber(ARGV[2]), ARGV[3]
-if (redis.call('HGET', KEYS[2], 'gen') or '0') ~= ARGV[4] then
-  -- A delete ran meanwhile. The lease stays with this worker until it has taken its points
-  -- back (settle); the open chunk is no longer known to be stored as it is.
-  redis.call('HSET', KEYS[2], 'written', 0)
-  return -1
-end
-local consumed, consumed_chars = tonumber(ARGV[5]), tonumber(ARGV[6])
-local open_count, written = tonumber(ARGV[7]), tonumber(ARGV[8])
-if consumed > 0 then
-  redis.call('LTRIM', KEYS[3], consumed, -1)
-  redis.call('HINCRBY', KEYS[2], 'chars', -consumed_chars)
-end
-for d = 12, #ARGV do redis.call('RPUSH', KEYS[5], ARGV[d]) end
-redis.call('HSET', KEYS[2], 'written', written)
-redis.call('HDEL', KEYS[2], 'attempts', 'inflight', 'retry_at', 'failures')
--- Only the force requests this flush saw are met; one made while it ran still stands.
-local forced = tonumber(ARGV[11])
-local force = tonumber(redis.call('HGET', KEYS[2], 'force') or '0')
-if forced > 0 then force = redis.call('HINCRBY', KEYS[2], 'force', -forced) end
-if force <= 0 then redis.call('HDEL', KEYS[2], 'force') end
-if tonumber(ARGV[10]) > 0 then redis.call('HSET', KEYS[6], 'last_write', now) end
-local left = redis.call('LLEN', KEYS[3])
-if left == 0 or (left == open_count and written == left) then
-  redis.call('ZREM', KEYS[4], member)
-  redis.call('HDEL', KEYS[2], 'force')
-elseif left > open_count or force > 0 then
-  redis.call('ZADD', KEYS[4], now, member)
-else
-  local last = tonumber(redis.call('HGET', KEYS[2], 'last') or now)
-  redis.call('ZADD', KEYS[4], last + tonumber(ARGV[9]), member)
-end
-redis.call('DEL', KEYS[1])
-return 1
-"""
-
-_SETTLE = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('HDEL', KEYS[2], 'inflight')
-redis.call('HSET', KEYS[2], 'written', 0)
-return 1
-"""
-
-_RELEASE = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
-if ARGV[4] == '1' then
-  redis.call('HINCRBY', KEYS[2], 'attempts', 1)
-  redis.call('HSET', KEYS[2], 'retry_at', ARGV[2])
-end
-redis.call('DEL', KEYS[1])
-return 1
-"""
-
-_FORCE = """
-local n = 0
-for _, member in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  local meta = ARGV[2] .. member
-  if redis.call('EXISTS', meta) == 1 and redis.call('LLEN', ARGV[3] .. member) > 0 then
-    redis.call('HINCRBY', meta, 'force', 1)
-    local current = tonumber(redis.call('ZSCORE', KEYS[2], member))
-    if current == nil or current > tonumber(ARGV[1]) then
-      redis.call('ZADD', KEYS[2], ARGV[1], member)
-    end
-    n = n + 1
-  end
-end
-return n
-"""
+from shared.redis_scripts import SOURCES
+from shared.redis_text import as_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,17 +71,22 @@ class ConversationState:
     messages: list[Message] = field(default_factory=list)
 
     @property
+    def info(self) -> ConversationMeta:
+        """The hash typed (read afresh: a flush updates `meta` as it goes)."""
+        return ConversationMeta.of(self.meta)
+
+    @property
     def generation(self) -> str:
-        return self.meta.get("gen", "0")
+        return self.info.generation
 
     @property
     def agent(self) -> str:
-        return self.meta.get("agent", "")
+        return self.info.agent
 
     @property
     def inflight(self) -> list[str]:
         """Points an earlier flush wrote (or meant to) without committing."""
-        return list(json.loads(self.meta["inflight"])) if self.meta.get("inflight") else []
+        return list(self.info.inflight)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,22 +103,46 @@ class Commit:
     forced: int = 0  # the force requests the flush saw (meta `force` when it began)
 
 
-def _group_args(
-    name: str, key: str, items: list[IncomingMessage], conv: ConversationSettings
-) -> list[object]:
+class LeaseCheck(enum.Enum):
+    """What renewing a lease found."""
+
+    KEPT = 1
+    LOST = 0  # another worker holds the conversation now
+    CHANGED = -1  # a delete ran meanwhile: flush it again from what is left
+
+
+class CommitOutcome(enum.Enum):
+    """What applying a flush did."""
+
+    DONE = 1
+    LEASE_LOST = 0  # nothing changed
+    CHANGED = -1  # a delete ran meanwhile: the lease stays, the caller takes its points back
+
+
+def _args(values: dict[str, Any]) -> str:
+    """A script's named arguments: one JSON table, cjson-decoded by the script."""
+    return json.dumps(values, separators=(",", ":"), ensure_ascii=False)
+
+
+def _group(
+    name: str, key: str, items: list[IncomingMessage], conv: ConversationSettings, raw: list[str]
+) -> dict[str, Any]:
+    """One conversation of a save (save.lua's `groups`); its messages' stored JSON go to `raw`."""
     ref = items[0].conversation
     guild = next((item.guild_id for item in items if item.guild_id), None)
-    args: list[object] = [
-        keys.meta(key), keys.buffer(key), keys.conversations(ref.collection), key,
-        name, ref.source, ref.conversation_id or "", ref.channel_id or "", guild or "",
-        conv.min_chars, int(conv.gap_seconds * 1000), int(conv.idle_seconds * 1000), len(items),
-        "" if conv.idle_timer else "1",
-    ]  # fmt: skip
-    for item in items:
-        message = item.message
-        seen = keys.seen(ref.collection, ref.source, message.id)
-        args.extend([seen, message.to_json(), message.size, message.ts])
-    return args
+    once = {Field.AGENT: name, Field.SOURCE: ref.source, Field.CID: ref.conversation_id or "",
+            Field.CHANNEL: ref.channel_id or "", Field.GUILD: guild or "",
+            Field.NOIDLE: "" if conv.idle_timer else "1"}  # fmt: skip
+    raw.extend(item.message.to_json() for item in items)
+    return {
+        "meta": keys.meta(key), "buf": keys.buffer(key), "member": key,
+        "convs": keys.conversations(ref.collection), "agent": name,
+        "fields": {f: v for f, v in once.items() if v},
+        "min_chars": conv.min_chars, "gap_ms": int(conv.gap_seconds * 1000),
+        "idle_ms": int(conv.idle_seconds * 1000),
+        "seen_prefix": keys.seen(ref.collection, ref.source, ""),
+        "ids": [keys.part(item.message.id) for item in items],
+    }  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,29 +155,27 @@ class AgentRef:
 
 def save_call(
     agent: AgentRef, incoming: Sequence[IncomingMessage], conv: ConversationSettings, ttl: int
-) -> tuple[list[str], list[object]]:
+) -> tuple[list[str], list[str]]:
     """The save script's keys and arguments: the same for the sync and the async client."""
-    groups: dict[str, list[IncomingMessage]] = {}
+    by_key: dict[str, list[IncomingMessage]] = {}
     for item in incoming:
-        groups.setdefault(item.conversation.key, []).append(item)
-    args: list[object] = [_now_ms(), ttl, len(groups), agent.collection]
-    for key, items in groups.items():
-        args.extend(_group_args(agent.name, key, items, conv))
-    return [keys.DUE, keys.blocked(agent.collection), keys.NAMES, keys.QUARANTINE], args
+        by_key.setdefault(item.conversation.key, []).append(item)
+    raw: list[str] = []
+    groups = [_group(agent.name, key, items, conv, raw) for key, items in by_key.items()]
+    plan = {"now": _now_ms(), "ttl": ttl, "collection": agent.collection, "groups": groups}
+    script_keys = [keys.DUE, keys.blocked(agent.collection), keys.NAMES, keys.QUARANTINE]
+    # Stored JSON holds no raw newline (json escapes it): one line per message, one argument.
+    return script_keys, [_args(plan), "\n".join(raw)]
 
 
 def save_counts(result: Sequence[object]) -> SaveCounts:
     if int(str(result[0])) == -1:
-        raise AgentBlocked(_decode(result[1]))
+        raise AgentBlocked(as_text(result[1]))
     return SaveCounts(accepted=int(str(result[0])), duplicates=int(str(result[1])))
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _decode(value: object) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class Buffers:
@@ -325,14 +187,14 @@ class Buffers:
         self.redis = client
         self.dedupe_ttl = dedupe_ttl_seconds
         self.lease_ms = int(lease_seconds * 1000)
-        self._save = client.register_script(_SAVE)
-        self._claim = client.register_script(_CLAIM)
-        self._begin = client.register_script(_BEGIN)
-        self._renew = client.register_script(_RENEW)
-        self._commit = client.register_script(_COMMIT)
-        self._release = client.register_script(_RELEASE)
-        self._settle = client.register_script(_SETTLE)
-        self._force = client.register_script(_FORCE)
+        self._save = client.register_script(SOURCES["save"])
+        self._claim = client.register_script(SOURCES["claim"])
+        self._begin = client.register_script(SOURCES["begin"])
+        self._renew = client.register_script(SOURCES["renew"])
+        self._commit = client.register_script(SOURCES["commit"])
+        self._release = client.register_script(SOURCES["release"])
+        self._settle = client.register_script(SOURCES["settle"])
+        self._force = client.register_script(SOURCES["force"])
 
     # --- /save -------------------------------------------------------------------------
     def save(
@@ -350,9 +212,10 @@ class Buffers:
     def claim_due(self, limit: int) -> list[Claim]:
         """Lease up to `limit` conversations whose flush is due and that no worker holds."""
         base = uuid.uuid4().hex
-        args = [_now_ms(), self.lease_ms, limit, keys.lease(""), base]
-        result = self._claim(keys=[keys.DUE, keys.QUARANTINE], args=args)
-        pairs = [_decode(item) for item in result]
+        args = _args({"now": _now_ms(), "lease_ms": self.lease_ms, "max": limit,
+                      "lease_prefix": keys.lease(""), "token_base": base})  # fmt: skip
+        result = self._claim(keys=[keys.DUE, keys.QUARANTINE], args=[args])
+        pairs = [as_text(item) for item in result]
         return [Claim(pairs[i], pairs[i + 1]) for i in range(0, len(pairs), 2)]
 
     # --- the workers -------------------------------------------------------------------
@@ -362,60 +225,56 @@ class Buffers:
     def begin(self, claim: Claim) -> ConversationState | None:
         """Start a flush: renew the lease and read the conversation, or None if it is not ours."""
         lease, meta, buf = self._conv_keys(claim.conversation)
-        result = self._begin(
-            keys=[lease, meta, buf, keys.DUE],
-            args=[claim.token, self.lease_ms, _now_ms(), claim.conversation],
-        )
+        args = {"token": claim.token, "lease_ms": self.lease_ms, "now": _now_ms(),
+                "member": claim.conversation}  # fmt: skip
+        result = self._begin(keys=[lease, meta, buf, keys.DUE], args=[_args(args)])
         if not result:
             return None
-        flat = [_decode(item) for item in result[0]]
+        flat = [as_text(item) for item in result[0]]
         state = ConversationState(claim, dict(zip(flat[::2], flat[1::2], strict=True)))
         state.messages = [Message.from_json(raw) for raw in result[1]]
         return state
 
-    def renew(self, state: ConversationState, writing: Sequence[str] = ()) -> int:
-        """Keep the lease before a slow step, noting the points about to be written:
-        1 kept, 0 lost, -1 the conversation changed."""
+    def renew(self, state: ConversationState, writing: Sequence[str] = ()) -> LeaseCheck:
+        """Keep the lease before a slow step, noting the points about to be written."""
         lease, meta, _ = self._conv_keys(state.claim.conversation)
-        result = self._renew(
-            keys=[lease, meta, keys.DUE],
-            args=[state.claim.token, self.lease_ms, _now_ms(), state.claim.conversation,
-                  state.generation, json.dumps(list(writing)) if writing else ""],
-        )  # fmt: skip
-        return int(result)
+        args = {"token": state.claim.token, "lease_ms": self.lease_ms, "now": _now_ms(),
+                "member": state.claim.conversation, "gen": state.generation,
+                "inflight": json.dumps(list(writing)) if writing else ""}  # fmt: skip
+        return LeaseCheck(int(self._renew(keys=[lease, meta, keys.DUE], args=[_args(args)])))
 
     def settle(self, claim: Claim) -> bool:
         """The points of an unfinished flush are taken back: forget them, and that the open
         chunk was stored (its point may have been one of them)."""
         lease, meta, _ = self._conv_keys(claim.conversation)
-        return int(self._settle(keys=[lease, meta], args=[claim.token])) == 1
+        return int(self._settle(keys=[lease, meta], args=[_args({"token": claim.token})])) == 1
 
-    def commit(self, state: ConversationState, commit: Commit) -> int:
-        """Apply a flush: 1 done, 0 lease lost (nothing changed), -1 conversation changed."""
+    def commit(self, state: ConversationState, commit: Commit) -> CommitOutcome:
+        """Apply a flush, atomically, if the lease still holds and no delete ran meanwhile."""
         conversation = state.claim.conversation
         lease, meta, buf = self._conv_keys(conversation)
-        args: list[object] = [
-            state.claim.token, _now_ms(), conversation, state.generation, commit.consumed,
-            commit.consumed_chars, commit.open_count, commit.written,
-            int(commit.idle_seconds * 1000), int(commit.wrote_points), commit.forced,
-            *commit.dead_letters,
-        ]  # fmt: skip
+        args = {"token": state.claim.token, "now": _now_ms(), "member": conversation,
+                "gen": state.generation, "consumed": commit.consumed,
+                "consumed_chars": commit.consumed_chars, "open_count": commit.open_count,
+                "written": commit.written, "idle_ms": int(commit.idle_seconds * 1000),
+                "wrote_points": int(commit.wrote_points), "forced": commit.forced}  # fmt: skip
         stats = keys.agent_stats(collection_of(conversation))
-        return int(
-            self._commit(keys=[lease, meta, buf, keys.DUE, keys.DEAD_LETTERS, stats], args=args)
-        )
+        script_keys = [lease, meta, buf, keys.DUE, keys.DEAD_LETTERS, stats]
+        result = self._commit(keys=script_keys, args=[_args(args), *commit.dead_letters])
+        return CommitOutcome(int(result))
 
     def release(self, claim: Claim, *, retry_in: float, failed: bool) -> bool:
         """Give a conversation back, to be flushed again in `retry_in` seconds."""
         lease, meta, _ = self._conv_keys(claim.conversation)
         due_at = _now_ms() + int(retry_in * 1000)
-        args = [claim.token, due_at, claim.conversation, "1" if failed else "0"]
-        return int(self._release(keys=[lease, meta, keys.DUE], args=args)) == 1
+        args = _args({"token": claim.token, "due_at": due_at, "member": claim.conversation,
+                      "failed": failed})  # fmt: skip
+        return int(self._release(keys=[lease, meta, keys.DUE], args=[args])) == 1
 
     # --- operations --------------------------------------------------------------------
     def conversations_of(self, collection: str) -> list[str]:
         """The keys of every conversation an agent has buffered messages in (or once had)."""
-        return sorted(_decode(m) for m in self.redis.smembers(keys.conversations(collection)))
+        return sorted(as_text(m) for m in self.redis.smembers(keys.conversations(collection)))
 
     def buffered_messages(self, conversations: Sequence[str]) -> int:
         """Messages waiting in these conversations' buffers, open chunks included."""
@@ -427,10 +286,8 @@ class Buffers:
     def force_flush(self, collection: str) -> list[str]:
         """Mark every conversation of an agent with buffered messages to be written now."""
         members = self.conversations_of(collection)
-        self._force(
-            keys=[keys.conversations(collection), keys.DUE],
-            args=[_now_ms(), keys.meta(""), keys.buffer("")],
-        )
+        args = {"now": _now_ms(), "meta_prefix": keys.meta(""), "buffer_prefix": keys.buffer("")}
+        self._force(keys=[keys.conversations(collection), keys.DUE], args=[_args(args)])
         return members
 
     def unwritten(self, conversations: Sequence[str]) -> int:
@@ -438,7 +295,7 @@ class Buffers:
         pipe = self.redis.pipeline(transaction=False)
         for conversation in conversations:
             pipe.llen(keys.buffer(conversation))
-            pipe.hget(keys.meta(conversation), "written")
+            pipe.hget(keys.meta(conversation), Field.WRITTEN)
         replies = pipe.execute()
         pending = 0
         for length, written in zip(replies[::2], replies[1::2], strict=True):
@@ -454,7 +311,7 @@ class AsyncSaver:
     def __init__(self, client: redis.asyncio.Redis, *, dedupe_ttl_seconds: int) -> None:
         self.redis = client
         self.dedupe_ttl = dedupe_ttl_seconds
-        self._save = client.register_script(_SAVE)
+        self._save = client.register_script(SOURCES["save"])
 
     async def save(
         self, agent: AgentRef, incoming: Sequence[IncomingMessage], conv: ConversationSettings

@@ -26,10 +26,6 @@ class Chunking:
     closed: tuple[tuple[Message, ...], ...]
     open: tuple[Message, ...]
 
-    @property
-    def closed_message_count(self) -> int:
-        return sum(len(chunk) for chunk in self.closed)
-
 
 def is_storable(text: str, rules: ChunkRules) -> bool:
     """Whether a message is long enough to store; shorter ones are counted as skipped."""

@@ -36,7 +36,13 @@ def agent_key(collection: str) -> str:
 
 def seen(collection: str, source: str, message_id: str) -> str:
     """Dedupe marker of one message id: with an expiry when seen, without one when deleted."""
-    return f"{PREFIX}seen:{agent_key(collection)}:{part(source)}:{part(message_id)}"
+    return f"{seen_prefix(collection)}{part(source)}:{part(message_id)}"
+
+
+def seen_prefix(collection: str) -> str:
+    """What every dedupe marker of an agent starts with (its keys are safe in a SCAN pattern:
+    part() escapes every glob character)."""
+    return f"{PREFIX}seen:{agent_key(collection)}:"
 
 
 def buffer(conversation: str) -> str:

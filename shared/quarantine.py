@@ -18,6 +18,7 @@ import redis
 from shared import keys
 from shared.buffers import Claim
 from shared.conversations import collection_of, source_of
+from shared.redis_text import as_text
 
 # 1 retried later, 2 quarantined, 0 the lease was lost (another worker has it: nothing changed),
 # 3 a delete changed it while it failed (maybe removing the culprit): tried again now, uncounted
@@ -84,10 +85,6 @@ class QuarantineEntry:
     failures: int
 
 
-def _text(value: object) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 class Quarantine:
     """Entering, listing and releasing the quarantine in Redis."""
 
@@ -111,7 +108,7 @@ class Quarantine:
     def members(self, collection: str | None = None) -> list[tuple[str, int]]:
         """(conversation, since) of every quarantined conversation, oldest first."""
         found = self.redis.zrange(keys.QUARANTINE, 0, -1, withscores=True)
-        pairs = [(_text(member), int(since)) for member, since in found]
+        pairs = [(as_text(member), int(since)) for member, since in found]
         if collection is None:
             return pairs
         return [(member, since) for member, since in pairs if collection_of(member) == collection]
@@ -135,12 +132,12 @@ class Quarantine:
             pipe.llen(keys.buffer(member))
         pipe.hgetall(keys.NAMES)
         replies = pipe.execute()
-        names = {_text(k): _text(v) for k, v in replies[-1].items()}
+        names = {as_text(k): as_text(v) for k, v in replies[-1].items()}
         entries = []
         for (member, since), (fields, length) in zip(
             members, zip(replies[:-1:2], replies[1:-1:2], strict=True), strict=True
         ):
-            reason, failures, agent = (_text(v) if v is not None else None for v in fields)
+            reason, failures, agent = (as_text(v) if v is not None else None for v in fields)
             collection = collection_of(member)
             entries.append(
                 QuarantineEntry(

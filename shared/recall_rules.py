@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from shared.format import RecallHit
@@ -87,17 +87,3 @@ class HitSelector:
             return
         self._seen.add(key)
         self.kept.append(hit)
-
-
-def select_hits(
-    candidates: Iterable[RecallHit], excluded_ids: set[str], limit: int
-) -> tuple[list[RecallHit], int]:
-    """Select from one list of candidates; returns the kept hits and how many were examined."""
-    selector = HitSelector(excluded_ids, limit)
-    examined = 0
-    for hit in candidates:
-        if selector.full:
-            break
-        examined += 1
-        selector.offer(hit)
-    return selector.kept, examined

@@ -21,10 +21,12 @@ import redis
 
 from shared import keys
 from shared.agents import Agents
+from shared.conversation_meta import Field
 from shared.conversations import source_of
 from shared.errors import InvalidAgentName
 from shared.naming import point_id
 from shared.redis_lock import held
+from shared.redis_text import as_text
 
 log = logging.getLogger(__name__)
 
@@ -189,10 +191,6 @@ def _is_current(client: redis.Redis) -> bool:
     return recorded is not None and int(recorded) >= LAYOUT
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 def _collection(agents: Agents, name: str) -> str | None:
     try:
         return agents.collection_of(name)
@@ -212,7 +210,7 @@ class _Plan:
         for agent in agents.listed:
             self._add(agent.name, agent.collection_name)
         for raw in sorted(client.smembers(keys.LEGACY_AGENTS)):
-            spelling = _text(raw)
+            spelling = as_text(raw)
             collection = _collection(agents, spelling)
             if collection is not None:
                 self._add(spelling, collection, since=LATE)
@@ -262,7 +260,7 @@ def _open_points(client: redis.Redis, conversations: list[str], collection: str)
     """The points of these conversations' stored open chunks."""
     found = []
     for conversation in conversations:
-        written = int(client.hget(keys.meta(conversation), "written") or 0)
+        written = int(client.hget(keys.meta(conversation), Field.WRITTEN) or 0)
         first = client.lindex(keys.buffer(conversation), 0)
         if written > 0 and first is not None:
             message_id = str(json.loads(first)["i"])
@@ -274,13 +272,13 @@ def _move_conversations(client: redis.Redis, plan: _Plan) -> int:
     move = client.register_script(_MOVE_CONVERSATION)
     moved = 0
     for convs_key in list(client.scan_iter(match=f"{keys.PREFIX}convs:*", count=1000)):
-        old_set = _text(convs_key)
+        old_set = as_text(convs_key)
         for raw in client.smembers(old_set):
-            old = _text(raw)
+            old = as_text(raw)
             old_part, _, rest = old.partition(":")
             spelling, last = client.hmget(keys.meta(old), ["agent", "last"])
             collection = plan.conversation(
-                old_part, _text(spelling) if spelling else None, int(last or LATE)
+                old_part, as_text(spelling) if spelling else None, int(last or LATE)
             )
             if collection is None or keys.agent_key(collection) == old_part:
                 continue
@@ -304,7 +302,7 @@ def _move_markers(client: redis.Redis, plan: _Plan) -> int:
     moved = 0
     pipe = client.pipeline(transaction=False)
     for raw in client.scan_iter(match=f"{prefix}*", count=1000):
-        old = _text(raw)
+        old = as_text(raw)
         old_part, _, rest = old.removeprefix(prefix).partition(":")
         if old_part in written:
             continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -52,6 +53,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# How long an upsert trusts "this collection has no BM25 vector": another process (the
+# backfill's worker) may add it back meanwhile, and a writer that never looked again would
+# write every chunk without terms until restarted.
+BM25_RECHECK_SECONDS = 30.0
+
 T = TypeVar("T")
 
 SCHEMAS = {"keyword": models.PayloadSchemaType.KEYWORD, "integer": models.PayloadSchemaType.INTEGER}
@@ -61,7 +67,13 @@ FUSIONS: dict[str, models.Fusion] = {"dbsf": models.Fusion.DBSF, "rrf": models.F
 class QdrantStore(Store):
     """Qdrant collections and points for memory-pool; the server and local mode alike."""
 
-    def __init__(self, client: QdrantClient, *, local: bool) -> None:
+    def __init__(
+        self,
+        client: QdrantClient,
+        *,
+        local: bool,
+        bm25_recheck_seconds: float = BM25_RECHECK_SECONDS,
+    ) -> None:
         self._client = client
         self._local = local
         # local mode is not thread-safe (qdrant-client issue 1193): every call takes one lock
@@ -69,6 +81,8 @@ class QdrantStore(Store):
         # collections whose BM25 vector this process has seen (True) or found refused (False);
         # an upsert writes terms only where it is known to exist
         self.bm25: dict[str, bool] = {}
+        self._bm25_read_at: dict[str, float] = {}  # when a "no" above was learnt (monotonic)
+        self._bm25_recheck = bm25_recheck_seconds
 
     @classmethod
     def open(cls, settings: Settings) -> QdrantStore:
@@ -126,7 +140,7 @@ class QdrantStore(Store):
         self._ensure_indexes(state)
         if not state.has_bm25:
             state = self._add_bm25(state)
-        self.bm25[name] = state.has_bm25
+        self._learn_bm25(name, state.has_bm25)
         return state
 
     def _create(self, name: str, *, size: int, model: str) -> CollectionState:
@@ -219,17 +233,34 @@ class QdrantStore(Store):
         for start in range(0, len(points), UPSERT_BATCH):
             batch = points[start : start + UPSERT_BATCH]
             # one lock hold per batch, so a long import does not starve recall in local mode
+            sparse = any(p.terms is not None for p in batch) and self._writes_terms(name)
             try:
-                self._upsert_batch(name, batch, sparse=self.bm25.get(name, False))
+                self._upsert_batch(name, batch, sparse=sparse)
             except (UnexpectedResponse, ValueError) as e:
                 if is_missing(e, name):
                     raise CollectionMissing(f"collection {name!r} does not exist") from e
-                if not (self.bm25.get(name) and VECTOR_NAME in str(e)):
+                if not (sparse and VECTOR_NAME in str(e)):
                     raise
                 # made again without it (by st-qdrant-memory?): dense now, the vector next time
                 log.warning("collection %s lost its BM25 vector; writing dense only", name)
-                self.bm25.pop(name, None)
+                self._learn_bm25(name, False)
                 self._upsert_batch(name, batch, sparse=False)
+
+    def _learn_bm25(self, name: str, has: bool) -> None:
+        self.bm25[name] = has
+        self._bm25_read_at[name] = time.monotonic()
+
+    def _writes_terms(self, name: str) -> bool:
+        """Whether an upsert carries BM25 terms: the collection is known to have the vector,
+        or a "no" older than BM25_RECHECK_SECONDS (or none at all) is read again from Qdrant."""
+        if self.bm25.get(name):
+            return True
+        learnt = self._bm25_read_at.get(name) if name in self.bm25 else None
+        if learnt is not None and time.monotonic() - learnt < self._bm25_recheck:
+            return False
+        state = self.collection(name)
+        self._learn_bm25(name, state is not None and state.has_bm25)
+        return self.bm25[name]
 
     def _upsert_batch(self, name: str, batch: Sequence[PointToWrite], *, sparse: bool) -> None:
         structs = [

@@ -19,7 +19,8 @@ from shared import log_context
 from shared.agents import AgentConfig, Agents
 from shared.backoff import compute_backoff
 from shared.bm25 import document_terms
-from shared.buffers import Buffers, Claim, Commit, ConversationState
+from shared.buffers import Buffers, Claim, Commit, CommitOutcome, ConversationState, LeaseCheck
+from shared.conversation_meta import ConversationMeta, Field
 from shared.embedder import Embedder
 from shared.errors import (
     CollectionMissing,
@@ -86,24 +87,24 @@ class _Work:
 
     @property
     def context(self) -> ChunkContext:
-        meta = self.state.meta
+        meta = self.state.info
         return ChunkContext(
-            source=meta.get("source", ""),
-            channel_id=meta.get("channel") or None,
-            guild_id=meta.get("guild") or None,
-            conversation_id=meta.get("cid") or None,
+            source=meta.source,
+            channel_id=meta.channel_id,
+            guild_id=meta.guild_id,
+            conversation_id=meta.conversation_id,
         )
 
 
 def _forced(meta: dict[str, str]) -> int:
     """How many force-flush requests are pending on the conversation."""
-    return int(meta.get("force") or "0")
+    return ConversationMeta.of(meta).force
 
 
 def idle_seconds_of(agent: AgentConfig, meta: dict[str, str]) -> float:
     """Imports have no idle timer of their own: their final flush writes the last chunk, and
     an hour's safety net writes it for an import that died before that."""
-    return IMPORT_IDLE_SECONDS if meta.get("noidle") == "1" else agent.idle_flush_seconds
+    return agent.idle_flush_seconds if ConversationMeta.of(meta).idle_timer else IMPORT_IDLE_SECONDS
 
 
 def _prepare(state: ConversationState, deps: FlushDeps, report: FlushReport) -> _Work | None:
@@ -111,11 +112,12 @@ def _prepare(state: ConversationState, deps: FlushDeps, report: FlushReport) -> 
     meta = state.meta
     if state.inflight and not _take_back(deps, state, agent.collection_name, report):
         return None
-    quiet = time.time() - int(meta.get("last", "0")) / 1000
+    info = state.info  # after a take-back, which forgets `written`
+    quiet = time.time() - info.last_ms / 1000
     plan = plan_flush(
         state.messages,
         agent.rules,
-        written=int(meta.get("written", "0")),
+        written=info.written,
         quiet_for_seconds=quiet,
         idle_seconds=idle_seconds_of(agent, meta),
         force=_forced(meta) > 0,
@@ -138,8 +140,8 @@ def _take_back(deps: FlushDeps, state: ConversationState, collection: str,
         report.retried += 1  # given back to retry: counted like any other
         return False
     deps.buffers.settle(state.claim)
-    state.meta.pop("inflight", None)
-    state.meta["written"] = "0"
+    state.meta.pop(Field.INFLIGHT, None)
+    state.meta[Field.WRITTEN] = "0"
     return True
 
 
@@ -149,7 +151,7 @@ _OUT_OF_TIME = (UpstreamUnavailable, SoftTimeLimitExceeded)
 
 def _retry(deps: FlushDeps, work: _Work, error: Exception, report: FlushReport) -> None:
     retry_after = error.retry_after if isinstance(error, UpstreamUnavailable) else None
-    attempts = int(work.state.meta.get("attempts", "0"))
+    attempts = work.state.info.attempts
     delay = compute_backoff(attempts, retry_after=retry_after)
     with log_context.bound(agent=work.agent.name, conversation=work.state.claim.conversation):
         log.warning("flush of %s waits %.1fs: %s", work.state.claim.conversation, delay, error)
@@ -277,14 +279,14 @@ def _commit(deps: FlushDeps, item: _Work, report: FlushReport) -> None:
         forced=_forced(item.state.meta),
     )
     outcome = deps.buffers.commit(item.state, commit)
-    if outcome == -1:
+    if outcome is CommitOutcome.CHANGED:
         # Messages were deleted while this flush ran: what it wrote may hold them. It still
         # holds the lease, so nobody else writes these points while it takes them back.
-        item.state.meta["inflight"] = json.dumps([point.id for point in item.points])
+        item.state.meta[Field.INFLIGHT] = json.dumps([point.id for point in item.points])
         if _take_back(deps, item.state, item.collection, report):
             deps.buffers.release(item.state.claim, retry_in=0, failed=False)
         return
-    if outcome == 1:
+    if outcome is CommitOutcome.DONE:
         report.conversations += 1
         report.chunks_written += len(item.points)
         report.dead_letters += len(item.dead)
@@ -292,10 +294,10 @@ def _commit(deps: FlushDeps, item: _Work, report: FlushReport) -> None:
 
 def _still_ours(deps: FlushDeps, item: _Work) -> bool:
     outcome = deps.buffers.renew(item.state, [point.id for point in item.points])
-    if outcome == -1:
+    if outcome is LeaseCheck.CHANGED:
         # Changed by a delete while embedding: flush it again from what is left.
         deps.buffers.release(item.state.claim, retry_in=0, failed=False)
-    return outcome == 1
+    return outcome is LeaseCheck.KEPT
 
 
 def _isolated(deps: FlushDeps, claim: Claim, meta: dict[str, str], error: Exception,

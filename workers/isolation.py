@@ -11,6 +11,7 @@ import logging
 from shared import log_context
 from shared.backoff import compute_backoff
 from shared.buffers import Buffers, Claim
+from shared.conversation_meta import ConversationMeta, Field
 from shared.errors import UpstreamUnavailable
 from shared.quarantine import CHANGED, QUARANTINED, Quarantine
 from workers.failures import (
@@ -34,7 +35,7 @@ def set_aside(
     """Deal with one conversation's failure alone; returns what was done, with the action
     COUNT meaning it was retried (not yet quarantined)."""
     # Its lines carry the conversation as context fields (JSON logs filter on them).
-    with log_context.bound(agent=meta.get("agent"), conversation=claim.conversation):
+    with log_context.bound(agent=meta.get(Field.AGENT), conversation=claim.conversation):
         return _judged(buffers, quarantine, claim, meta, error)
 
 
@@ -42,10 +43,10 @@ def _judged(
     buffers: Buffers, quarantine: Quarantine, claim: Claim, meta: dict[str, str], error: Exception
 ) -> Action:
     verdict = judge(error)
-    where = f"agent {meta.get('agent', '?')!r}, conversation {claim.conversation}"
+    where = f"agent {meta.get(Field.AGENT, '?')!r}, conversation {claim.conversation}"
     if verdict.action is Action.RETRY:
         retry_after = error.retry_after if isinstance(error, UpstreamUnavailable) else None
-        delay = compute_backoff(int(meta.get("attempts", "0")), retry_after=retry_after)
+        delay = compute_backoff(ConversationMeta.of(meta).attempts, retry_after=retry_after)
         log.warning("flush of %s waits %.1fs: %s", where, delay, verdict.reason)
         buffers.release(claim, retry_in=delay, failed=True)
         return Action.RETRY
@@ -60,7 +61,7 @@ def _count(quarantine: Quarantine, claim: Claim, meta: dict[str, str], verdict: 
            error: Exception, where: str) -> Action:  # fmt: skip
     """A failure of the data (or unforeseen): counted, quarantined at the threshold."""
     once = verdict.action is Action.QUARANTINE
-    failures = int(meta.get("failures", "0"))
+    failures = ConversationMeta.of(meta).failures
     outcome = quarantine.fail(
         claim,
         verdict.reason,
@@ -68,7 +69,7 @@ def _count(quarantine: Quarantine, claim: Claim, meta: dict[str, str], verdict: 
         retry_in=unknown_retry_delay(failures),
         # A flush that read the conversation knows its generation: a delete meanwhile (the
         # fix of a bad message, perhaps) is tried again, not quarantined on the old reason.
-        generation=meta.get("gen", "0") if meta else "",
+        generation=ConversationMeta.of(meta).generation if meta else "",
     )
     if outcome == CHANGED:
         log.warning("flush of %s failed (%s) while a delete changed it; tried again now",

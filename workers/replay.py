@@ -8,9 +8,17 @@ from dataclasses import dataclass
 import redis
 
 from shared import keys
+from shared.agents import Agents
+from shared.bm25 import DEFAULT_LANGUAGE, document_terms
 from shared.dead_letters import DeadLetter, DeadLetters
 from shared.embedder import Embedder
-from shared.errors import DimensionMismatch, InputRejected, ModelMismatch, UpstreamUnavailable
+from shared.errors import (
+    DimensionMismatch,
+    InputRejected,
+    MemoryPoolError,
+    ModelMismatch,
+    UpstreamUnavailable,
+)
 from shared.redis_lock import held
 from shared.store import PointToWrite, Store
 from workers.collections import CollectionGuard
@@ -37,9 +45,18 @@ def _deleted_since(client: redis.Redis, collection: str, payload: dict) -> bool:
     return any(ttl == -1 for ttl in pipe.execute())  # a tombstone has no expiry
 
 
+def _language(agents: Agents, letter: DeadLetter) -> str:
+    """The BM25 language of the letter's agent, as its flush would have used."""
+    try:
+        return agents.get(letter.agent).language
+    except MemoryPoolError:  # no longer accepted: its collection's terms are made by default
+        return DEFAULT_LANGUAGE
+
+
 def _write(
     live: list[tuple[bytes, DeadLetter]],
     *,
+    agents: Agents,
     dead: DeadLetters,
     embedder: Embedder,
     store: Store,
@@ -54,7 +71,12 @@ def _write(
             dead.refused_again(raw, letter, str(vector))
             report.refused += 1
             continue
-        store.upsert(letter.collection, [PointToWrite(letter.point_id, vector, letter.payload)])
+        # both vectors in one upsert, as a flush writes them: a dense-only rewrite of an
+        # existing point would drop its terms without changing the count the backfill watches
+        text = str(letter.payload["text"])
+        terms = document_terms(text, _language(agents, letter))
+        point = PointToWrite(letter.point_id, vector, letter.payload, terms=terms)
+        store.upsert(letter.collection, [point])
         dead.done(raw)
         report.stored += 1
 
@@ -62,6 +84,7 @@ def _write(
 def replay(
     *,
     client: redis.Redis,
+    agents: Agents,
     dead: DeadLetters,
     embedder: Embedder,
     store: Store,
@@ -82,8 +105,8 @@ def replay(
             else:
                 live.append((raw, letter))
         try:
-            _write(live, dead=dead, embedder=embedder, store=store, collections=collections,
-                   report=report)  # fmt: skip
+            _write(live, agents=agents, dead=dead, embedder=embedder, store=store,
+                   collections=collections, report=report)  # fmt: skip
         except (UpstreamUnavailable, DimensionMismatch, ModelMismatch) as exc:
             # Left on the replay queue; the scheduler asks again shortly.
             log.warning("dead-letter replay waits: %s", exc)

@@ -12,6 +12,7 @@ from shared.buffers import Claim
 from shared.contracts import BACKFILL_TASK, FLUSH_TASK, REPLAY_TASK, FlushTask
 from shared.dead_letters import DeadLetters
 from shared.keys import BACKFILL_QUEUED, NAMES
+from shared.redis_text import as_text
 from workers.backfill import agents_to_backfill, backfill
 from workers.flush import flush
 from workers.metrics import watched_flush
@@ -40,6 +41,7 @@ def register_tasks(app: Celery, context: WorkerContext) -> None:
         with log_context.bound(task_id=self.request.id):
             report = replay(
                 client=client,
+                agents=deps.agents,
                 dead=DeadLetters(client),
                 embedder=deps.embedder,
                 store=deps.store,
@@ -53,7 +55,7 @@ def register_tasks(app: Celery, context: WorkerContext) -> None:
         deps = context.deps()
         client = deps.buffers.redis
         client.delete(BACKFILL_QUEUED)  # the scheduler may queue the next one
-        seen = [_text(name) for name in client.hvals(NAMES)]
+        seen = [as_text(name) for name in client.hvals(NAMES)]
         report = backfill(
             agents_to_backfill(deps.agents, seen),
             store=deps.store,
@@ -64,7 +66,3 @@ def register_tasks(app: Celery, context: WorkerContext) -> None:
             metrics.record_backfill(report.points)
             log.info("BM25 backfill: %d points in %s", report.points, report.collections)
         return {"points": report.points, "finished": report.finished}
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.concurrency import run_in_threadpool
 
+from api import deps
 from api.deps import RuntimeDep, agent_for
 from api.recall import Recall, RecallRequest, recall
 from api.schemas import AGENT_ACCESS, Hit, RetrieveRequest, RetrieveResponse, error_docs
@@ -80,7 +81,7 @@ async def retrieve(
     wanted = _request(body, agent)
     if not wanted.query_text:
         return RetrieveResponse(hits=[], formatted="")
-    meters, started = request.app.state.meters, time.perf_counter()
+    meters, started = deps.meters(request), time.perf_counter()
     try:
         found = await _recall(agent, wanted, runtime, request)
     except MemoryPoolError as exc:
@@ -105,8 +106,8 @@ async def _recall(
         agent,
         wanted,
         store=runtime.store,
-        cache=request.app.state.query_cache,
-        lexical=request.app.state.lexical,
+        cache=deps.query_cache(request),
+        lexical=deps.lexical(request),
     )
     try:
         return await asyncio.wait_for(work, timeout=budget)

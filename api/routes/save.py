@@ -6,7 +6,7 @@ import logging
 
 from fastapi import APIRouter, Request
 
-from api.deps import RuntimeDep, agent_for
+from api.deps import RuntimeDep, agent_for, agent_names, meters, saver
 from api.ingest import Ingest, check_limits, ingest
 from api.schemas import AGENT_ACCESS, SaveRequest, SaveResponse, error_docs
 from shared import log_context
@@ -48,7 +48,7 @@ async def save(body: SaveRequest, request: Request, runtime: RuntimeDep) -> Save
     """Buffer new messages; already seen ids count as duplicates, short ones as skipped, and
     messages that cannot be stored as refused (each with its reason)."""
     check_limits(body, runtime.settings)
-    agent = await request.app.state.names.canonical(agent_for(body.bot, runtime, request))
+    agent = await agent_names(request).canonical(agent_for(body.bot, runtime, request))
     log_context.set_field("agent", agent.name)
     source = body.source or runtime.settings.default_source
     result = ingest(body, agent, source)
@@ -61,15 +61,15 @@ async def save(body: SaveRequest, request: Request, runtime: RuntimeDep) -> Save
         idle_timer=not body.batch_import,
     )
     who = AgentRef(name=agent.name, collection=agent.collection_name)
-    meters = request.app.state.meters
+    meter = meters(request)
     try:
-        counts = await request.app.state.saver.save(who, result.incoming, conv)
+        counts = await saver(request).save(who, result.incoming, conv)
     except AgentBlocked:
-        if meters is not None:
-            meters.held(agent.name, source, len(body.messages))
+        if meter is not None:
+            meter.held(agent.name, source, len(body.messages))
         raise
-    if meters is not None:
-        meters.saved(agent.name, source, counts, result)
+    if meter is not None:
+        meter.saved(agent.name, source, counts, result)
     return SaveResponse(
         accepted=counts.accepted,
         duplicates=counts.duplicates,

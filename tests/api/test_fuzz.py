@@ -48,6 +48,8 @@ OPERATIONS = [
     ("/quarantine", "GET"),
     ("/quarantine/release", "POST"),
     ("/quarantine/discard", "POST"),
+    ("/agents/{bot}/export", "GET"),
+    ("/agents/{bot}/import", "POST"),
 ]
 # Headers the requests-style case carries that httpx sets itself.
 DROPPED_HEADERS = {"content-length", "connection", "accept-encoding", "host"}
@@ -74,7 +76,17 @@ def r(redis_url: str) -> Iterator[redis.Redis]:
 def _bounded_flush(path: str, query: dict[str, Any]) -> dict[str, Any]:
     if path.endswith("/flush") and "wait" in query:
         return {**query, "timeout": FLUSH_WAIT_SECONDS}
+    if path.endswith("/export") and _valid_wait(query.get("timeout", "60")):
+        return {**query, "timeout": FLUSH_WAIT_SECONDS}  # an export flushes first
     return query
+
+
+def _valid_wait(value: Any) -> bool:
+    """A timeout the export accepts (it would wait that long); an invalid one stays, a 422."""
+    try:
+        return 0 < float(value) <= 600
+    except (TypeError, ValueError):
+        return False
 
 
 def send(client: TestClient, case: Any) -> Any:
@@ -137,6 +149,9 @@ def test_no_input_breaks_an_endpoint(
             assert is_error_shape(response.json()), response.text[:500]
             assert str(status) in documented, f"undocumented {status}: {response.text[:300]}"
             assert snapshot(r) == before, f"a refused request ({status}) changed Redis"
+        elif response.headers["content-type"].startswith("application/x-ndjson"):
+            for line in response.text.splitlines():  # an export: one JSON object a line
+                json.loads(line)
         else:
             response.json()
 

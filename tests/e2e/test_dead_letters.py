@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from shared import bm25_store
 from shared.agents import AgentConfig, Agents
+from shared.bm25 import VECTOR_NAME, document_terms
 from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
 
@@ -69,6 +71,46 @@ def test_refused_chunk_is_dead_lettered_and_replayed(
     }  # fmt: skip
     bad = next(p for p in stack.payloads("mem_mythos") if "bad-1" in p["messageIdList"])
     assert bad["text"] == entry["text"] and bad["source"] == "discord"
+
+
+def test_a_replayed_chunk_carries_its_bm25_terms_in_the_same_upsert(
+    redis_url: str, embeddings: EmbeddingServer, tmp_path: Path
+) -> None:
+    """The replay wrote the dense vector alone: the chunk was invisible to hybrid recall's
+    lexical leg until a backfill found it (or, when it replaced an existing point, the point
+    count did not change and the backfill skipped the collection for up to 10 minutes)."""
+    agents = Agents([AgentConfig(name="mythos", self_speaker="Mythos", language="german")],
+                    accept_unlisted=False)  # fmt: skip
+    # no backfill during the test: only the replay itself can give the chunk its terms
+    settings = stack_settings(
+        redis_url, embeddings.url, tmp_path, MEMORY_POOL_BACKFILL_INTERVAL=3600
+    )
+    with running_stack(settings, agents) as stack:
+        embeddings.reject_inputs_containing("POISON")
+        stack.save({"bot": "mythos", "messages": [
+            message(1, "this one carries the POISON word and Zephyrine", "bad"),
+            message(2, "and its neighbour in the same chunk", "bad"),
+        ]})  # fmt: skip
+        stack.flush("mythos")
+        assert stack.client.get("/dead-letters").json()["total"] == 1
+        embeddings.clear_faults()
+        response = stack.client.post("/dead-letters/replay", json={"bot": "mythos"})
+        assert response.status_code == 202
+        deadline = time.monotonic() + 15
+        while stored_ids(stack) != ["bad-1", "bad-2"]:
+            assert time.monotonic() < deadline, stored_ids(stack)
+            time.sleep(0.05)
+        (point,) = stack.runtime.store.read(
+            "mem_mythos",
+            lambda client: client.scroll("mem_mythos", with_vectors=True)[0],
+            missing=[],
+        )
+        vectors = point.vector if isinstance(point.vector, dict) else {}
+        assert VECTOR_NAME in vectors, "the replayed chunk has no BM25 terms"
+        # made as a flush makes them: the agent's language, from the chunk's text
+        expected = document_terms(point.payload["text"], "german")
+        assert sorted(vectors[VECTOR_NAME].indices) == sorted(expected.indices)
+        assert bm25_store.lacking_terms(stack.runtime.store, "mem_mythos") == 0
 
 
 def test_replay_of_unknown_agent_is_404(stack: Stack) -> None:

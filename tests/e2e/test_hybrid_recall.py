@@ -144,6 +144,20 @@ def test_exclusions_filters_and_fill_hold_with_fusion(stack: Stack) -> None:
     assert [NAME in h["payload"]["text"] for h in since["hits"]] == [True]
 
 
+@pytest.mark.parametrize("threshold", ["Infinity", "1e400", "1e39"])
+def test_a_lexical_threshold_beyond_any_score_is_refused(stack: Stack, threshold: str) -> None:
+    """JSON's Infinity (and 1e400, read as it) reached a Qdrant server as `null`: no threshold,
+    so every lexical match was admitted, the opposite of what was asked; above float32's range
+    Qdrant cannot hold it either. A 422 that names the field, never a silent reading."""
+    body = f'{{"bot": "lake", "query_text": "{NAME}", "lexical_threshold": {threshold}}}'
+    response = stack.client.post(
+        "/retrieve", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422, response.text
+    assert response.json()["error"] == "invalid_request"
+    assert response.json()["detail"].startswith("lexical_threshold: ")
+
+
 def _st_collection(stack: Stack, name: str) -> tuple[int, list[str]]:
     """st-qdrant-memory's collection and points, written with its own REST requests."""
     dims = stack.runtime.embedder.dimensions()
@@ -255,14 +269,13 @@ def test_a_collection_made_again_without_bm25_is_recalled_dense_then_gets_it_bac
 
 
 def test_an_older_server_stays_dense_reports_it_and_nothing_fails(
-    redis_server: RedisServer, embedding_server: EmbeddingServer, tmp_path: Path
+    embedding_server: EmbeddingServer, tmp_path: Path
 ) -> None:
     """A Qdrant before 1.18 cannot add the BM25 vector to st-qdrant-memory's collection:
     memory-pool writes and recalls it dense only, and /health and stats say so."""
-    client = redis.Redis.from_url(redis_server.url)
-    client.flushall()
-    client.close()
-    with QdrantTestServer(before_1_18=True) as qdrant:
+    # A Redis of its own: the module's stack is still running (torn down at the module's
+    # end) and its worker would take this stack's tasks from a shared Celery queue.
+    with RedisServer() as redis_server, QdrantTestServer(before_1_18=True) as qdrant:
         settings = stack_settings(
             redis_server.url, embedding_server.url, tmp_path, QDRANT_URL=qdrant.url,
             MEMORY_POOL_BACKFILL_INTERVAL=0.2,

@@ -138,6 +138,18 @@ def test_no_file_accepts_any_agent_by_name() -> None:
             r"l\.yaml: defaults\.lexical_threshold: Input should be greater than or equal to 0",
         ),
         (
+            # YAML's .inf: serialized as null for a Qdrant server, it would admit every lexical
+            # match instead of none
+            "m.yaml",
+            "defaults:\n  lexical_threshold: .inf\n",
+            r"m\.yaml: defaults\.lexical_threshold: Input should be a finite number",
+        ),
+        (
+            "n.yaml",
+            "agents:\n  - name: x\n    lexical_threshold: 1.0e+39\n",
+            r"n\.yaml: agents\[0\]\.lexical_threshold: Input should be less than or equal to",
+        ),
+        (
             "j.yaml",
             "defaults:\n  chunk_min_messages: 0\n",
             r"j\.yaml: defaults\.chunk_min_messages: Input should be greater than or equal to 1",

@@ -211,7 +211,7 @@ def test_a_collection_that_lost_its_bm25_vector_is_recalled_dense(store: Store) 
     """The API believed (cached) the collection had BM25; it was made again without it."""
     st_collection(store, 6)
     lexical = LexicalCollections(store)
-    lexical._known[NAME] = True  # what it read before the collection was made again
+    lexical._known[NAME] = 6  # what it read before the collection was made again
     request = RecallRequest("Alex word1 river", frozenset(), 5, -1.0, RecallFilters(), "hybrid")
     found = recall(AgentConfig(name="lex"), request, store=store, cache=QueryCache(
         VectorEmbedder()), lexical=lexical)  # type: ignore[arg-type]  # fmt: skip
@@ -246,3 +246,81 @@ def test_a_finished_collection_is_scanned_again_only_when_its_count_changes(
     assert backfill([agent], store=store, collections=guard, client=client).points == 1
     assert bm25_store.lacking_terms(store, NAME) == 0
     client.close()
+
+
+def test_a_writer_that_found_bm25_gone_writes_terms_again_once_it_is_back(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """Two worker processes, each with its own Store. st-qdrant-memory made the collection
+    again without BM25 ("Delete All Memories", then its next write): one worker's upsert fell
+    back to dense only and remembered that for the life of the process, so after the other
+    worker's backfill added the vector back, every chunk it wrote still lacked terms (and a
+    rewrite of an open chunk, keeping the point count, was skipped by the backfill)."""
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    with QdrantTestServer(tmp_path / "q") as server:
+
+        def opened() -> Store:
+            http = QdrantClient(url=server.url, prefer_grpc=False, timeout=5,
+                                check_compatibility=False)  # fmt: skip
+            return QdrantStore(http, local=False, bm25_recheck_seconds=0)
+
+        writer, other = opened(), opened()
+        try:
+            writer.ensure_collection(NAME, size=DIM, model=MODEL)
+            writer.read(NAME, lambda c: c.delete_collection(NAME), missing=None)
+            st_collection(other, 2)  # made again by st-qdrant-memory: dense only
+            text = "Alex: Zephyrine sang"
+            early = PointToWrite(str(uuid.uuid4()), vec(1), {"text": text}, document_terms(text))
+            writer.upsert(NAME, [early])  # accepted, dense only
+            assert terms_of(writer, early.id) is None
+
+            guard = CollectionGuard(other, FixedEmbedder(), client)  # type: ignore[arg-type]
+            backfill([AgentConfig(name="lex")], store=other, collections=guard, client=client)
+            assert bm25_store.lacking_terms(other, NAME) == 0
+
+            text = "Alex: Bartholomew danced"
+            later = PointToWrite(str(uuid.uuid4()), vec(2), {"text": text}, document_terms(text))
+            writer.upsert(NAME, [later])
+            assert terms_of(writer, later.id) is not None, "written without its terms"
+            # and a rewrite of an existing point keeps it lexically findable
+            grown = PointToWrite(early.id, vec(1), {"text": "Alex: Zephyrine sang twice"},
+                                 document_terms("Alex: Zephyrine sang twice"))  # fmt: skip
+            writer.upsert(NAME, [grown])
+            assert terms_of(writer, early.id) is not None
+        finally:
+            writer.close()
+            other.close()
+    client.close()
+
+
+def test_a_long_query_in_local_mode_is_recalled_dense_within_the_sparse_budget() -> None:
+    """Local mode scores a sparse query in pure Python at a cost that grows with the query's
+    terms too (20,000 points: 1.1 s for 5 terms, 4.3 s for 400, 13 s for 1,000, all under
+    the store's one lock): a long Discord message made /retrieve time out and held every
+    other recall and flush behind it. Above the budget (points x terms) it is recalled dense;
+    a short question on the same collection stays hybrid."""
+    store = QdrantStore(QdrantClient(":memory:"), local=True)
+    try:
+        store.ensure_collection(NAME, size=DIM, model=MODEL)
+        words = [f"term{n}word" for n in range(2_000)]
+        texts = [" ".join(words[n : n + 60]) for n in range(0, 2_000, 1)]
+        store.upsert(NAME, [
+            PointToWrite(str(uuid.uuid4()), vec(n), {"text": text}, document_terms(text))
+            for n, text in enumerate(texts)
+        ])  # fmt: skip
+        lexical = LexicalCollections(store)
+        cache = QueryCache(VectorEmbedder())  # type: ignore[arg-type]
+        agent = AgentConfig(name="lex")
+
+        def hits(query: str) -> list[float | None]:
+            request = RecallRequest(query, frozenset(), 5, 0.3, RecallFilters(), "hybrid")
+            found = recall(agent, request, store=store, cache=cache, lexical=lexical)
+            return [hit.fused_score for hit in found.hits]
+
+        short = " ".join(words[100:110])
+        assert hits(short) and all(score is not None for score in hits(short))
+        long = " ".join(words[:400])  # ~4,800 characters, 400 terms
+        assert hits(long) and all(score is None for score in hits(long))
+    finally:
+        store.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shared.format import RecallHit
-from shared.recall_rules import dedupe_key, is_excluded, message_ids_of, select_hits
+from shared.recall_rules import HitSelector, dedupe_key, is_excluded, message_ids_of
 
 
 def test_message_ids_from_both_fields() -> None:
@@ -57,6 +57,21 @@ def test_dedupe_counts_utf16_units() -> None:
 
 def hit(hid: str, score: float, text: str, ids: str) -> RecallHit:
     return RecallHit(hid, score, {"text": text, "messageIds": ids})
+
+
+def select_hits(
+    candidates: list[RecallHit], excluded_ids: set[str], limit: int
+) -> tuple[list[RecallHit], int]:
+    """One list of candidates through HitSelector, as recall feeds it (select_hits was only
+    used here, so it moved here)."""
+    selector = HitSelector(excluded_ids, limit)
+    examined = 0
+    for candidate in candidates:
+        if selector.full:
+            break
+        examined += 1
+        selector.offer(candidate)
+    return selector.kept, examined
 
 
 def test_select_hits_filters_in_score_order_and_stops_at_limit() -> None:

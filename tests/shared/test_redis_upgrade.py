@@ -16,28 +16,14 @@ from shared.agents import Agents
 from shared.redis_upgrade import LAYOUT, upgrade
 from tests.stack import running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
+from tests.support.redis_dump import load_dump
 
 # Written by memory-pool 8a7bf9d's own Buffers.save, claim/begin/renew and tombstone code.
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "redis_v1.json"
 
 
 def load_layout_1(client: redis.Redis) -> dict[str, Any]:
-    dump = json.loads(FIXTURE.read_text(encoding="utf-8"))
-    for entry in dump["keys"]:
-        key, kind, value = entry["key"], entry["type"], entry["value"]
-        if kind == "string":
-            client.set(key, value)
-        elif kind == "list":
-            client.rpush(key, *value)
-        elif kind == "set":
-            client.sadd(key, *value)
-        elif kind == "hash":
-            client.hset(key, mapping=value)
-        elif kind == "zset":
-            client.zadd(key, dict(value))
-        if entry["pttl"] > 0:
-            client.pexpire(key, entry["pttl"])
-    return dump
+    return load_dump(client, FIXTURE)
 
 
 @pytest.fixture

@@ -1,0 +1,171 @@
+"""Moving a pool over HTTP: an agent's export streamed out as JSON Lines, and an export (or a
+part of one) loaded in; for a running serve, which alone may open its data folder."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from api.auth import check_global_access
+from api.deps import AgentDep, RuntimeDep
+from api.errors import error_body
+from api.schemas import AGENT_ACCESS, error_docs
+from shared.agents import AgentConfig
+from shared.errors import InvalidInput
+from shared.naming import collection_problem
+from shared.pool_format import BadExport
+from shared.pool_transfer import TransferRefused, export_lines, import_lines
+from shared.redis_marks import RedisMarks, unwritten_messages
+from shared.runtime import Runtime
+
+router = APIRouter(prefix="/agents/{bot}")
+
+
+class ImportResponse(BaseModel):
+    collection: str = Field(description="The collection the points went into.")
+    points: int = Field(description="Points written (upserted by id: an import again rewrites).")
+    reembedded: int = Field(description="Of those, embedded again from their text.")
+    refused: int = Field(description="Chunks the embedding model refused, or without text.")
+    tombstones: int = Field(description="Deleted message ids restored (kept for ever).")
+    dedupe: int = Field(description="Dedupe marks restored (the later expiry wins).")
+
+
+FLUSH_POLL_SECONDS = 0.1
+NDJSON = "application/x-ndjson"
+
+
+def _still_buffered(runtime: Runtime, agent: AgentConfig, *, writable: bool) -> int:
+    """Messages not stored yet; `writable`: only those a flush can write now (a quarantined
+    conversation waits for a release, so waiting for it would only run out the timeout)."""
+    held: frozenset[str] = frozenset()
+    if writable:
+        held = frozenset(m for m, _ in runtime.quarantine.members(agent.collection_name))
+    return unwritten_messages(runtime.redis, agent.collection_name, skip=held)
+
+
+async def _flush_first(runtime: Runtime, agent: AgentConfig, timeout: float) -> int:
+    """Asks the workers to write every open chunk and waits; the messages still buffered."""
+    await run_in_threadpool(runtime.buffers.force_flush, agent.collection_name)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not await run_in_threadpool(_still_buffered, runtime, agent, writable=True):
+            break
+        await asyncio.sleep(FLUSH_POLL_SECONDS)
+    return await run_in_threadpool(_still_buffered, runtime, agent, writable=False)
+
+
+def _buffered_refusal(left: int) -> JSONResponse:
+    return JSONResponse(
+        error_body(
+            "messages_buffered",
+            f"{left} messages are still buffered (a conversation in quarantine, or the "
+            "embedding provider is down): fix that first, or pass force=true to move the pool "
+            "without them",
+        ),
+        status_code=409,
+    )
+
+
+@router.get(
+    "/export",
+    responses={
+        **AGENT_ACCESS,
+        **error_docs(
+            e404="Unknown agent, or the agent has stored nothing yet.",
+            e409="Messages are still buffered after the flush (force=true moves without them).",
+        ),
+        200: {"content": {NDJSON: {}}, "description": "The export, one JSON object a line."},
+    },
+    response_class=StreamingResponse,
+)
+async def export_pool(
+    agent: AgentDep,
+    runtime: RuntimeDep,
+    vectors: bool = Query(True, description="Include the dense and BM25 vectors."),
+    force: bool = Query(False, description="Export even if messages stay buffered."),
+    timeout: float = Query(60.0, gt=0, le=600, description="How long the flush may take, s."),
+) -> Any:
+    """Writes the agent's buffered messages, then streams its collection and its tombstones
+    and dedupe marks as JSON Lines (`memory-pool export --url`)."""
+    left = await _flush_first(runtime, agent, timeout)
+    if left and not force:
+        return _buffered_refusal(left)
+    collection = agent.collection_name
+    if await run_in_threadpool(runtime.store.collection, collection) is None:
+        return JSONResponse(
+            error_body("no_collection", f"agent {agent.name!r} has stored nothing yet"),
+            status_code=404,
+        )
+    lines = export_lines(
+        runtime.store,
+        RedisMarks(runtime.redis),
+        collection=collection,
+        agent=agent.name,
+        vectors=vectors,
+    )
+    # Starlette iterates a plain iterator in its threadpool, a line at a time.
+    return StreamingResponse(lines, media_type=NDJSON)
+
+
+@router.post(
+    "/import",
+    response_model=ImportResponse,
+    responses={
+        **AGENT_ACCESS,
+        **error_docs(
+            e400="Not a memory-pool export (the detail names the line), or a bad collection name.",
+            e409="The collection holds another vector size or model.",
+            e413="The body is over MEMORY_POOL_MAX_BODY_BYTES: send the export in parts.",
+        ),
+    },
+)
+async def import_pool(
+    agent: AgentDep,
+    runtime: RuntimeDep,
+    request: Request,
+    collection: str | None = Query(None, description="Load into this collection instead."),
+    part: bool = Query(False, description="The body is a part of an export (its header, then "
+                       "some of its lines): the point count is checked by the caller."),
+) -> ImportResponse:  # fmt: skip
+    """Loads an export (JSON Lines, its header first) into the agent's collection or into
+    `collection`; idempotent by point id (`memory-pool import points --url`)."""
+    body = await request.body()
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("the body is not UTF-8 text") from exc
+    target = collection or agent.collection_name
+    if target != agent.collection_name:
+        # another collection may be another agent's: only a key for every agent may name one
+        check_global_access(runtime.agents, request.headers)
+        problem = collection_problem(target)
+        if problem:
+            raise InvalidInput(f"collection {target!r}: {problem}")
+    try:
+        moved = await run_in_threadpool(
+            import_lines,
+            text.splitlines(),
+            store=runtime.store,
+            marks=RedisMarks(runtime.redis),
+            embedder=runtime.embedder,
+            collection=target,
+            check_count=not part,
+        )
+    except BadExport as exc:
+        raise InvalidInput(f"not a memory-pool export: {exc}") from exc
+    except TransferRefused as exc:
+        return JSONResponse(error_body("import_refused", str(exc)), status_code=409)  # type: ignore[return-value]
+    return ImportResponse(
+        collection=moved.collection,
+        points=moved.points,
+        reembedded=moved.reembedded,
+        refused=moved.refused,
+        tombstones=moved.tombstones,
+        dedupe=moved.dedupe,
+    )

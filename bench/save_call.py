@@ -1,0 +1,61 @@
+"""The Redis step of /save alone: client CPU, wall time and Redis CPU per Discord-shaped request
+(30 messages, 28 re-sent), for this checkout's code or another's (`--code DIR`, e.g. a
+`git archive` of main), so a change to the save script is compared in the same minute.
+
+    .venv/bin/python -m bench.save_call [--code DIR] [--requests 3000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--code", help="a checkout whose shared/ to measure (default: this one)")
+    parser.add_argument("--requests", type=int, default=3000)
+    options = parser.parse_args()
+    if options.code:
+        sys.path.insert(0, options.code)
+    import redis
+
+    from shared.buffers import AgentRef, Buffers, ConversationSettings, IncomingMessage
+    from shared.conversations import ConversationRef
+    from shared.messages import Message
+    from tests.support.redis_server import RedisServer
+
+    server = RedisServer().start()
+    try:
+        client = redis.Redis.from_url(server.url)
+        buffers = Buffers(client, dedupe_ttl_seconds=3600, lease_seconds=30)
+        conv = ConversationSettings(min_chars=100_000, gap_seconds=3600, idle_seconds=3600)
+        agent = AgentRef("Polaris", "mem_polaris")
+        requests = []
+        for n in range(options.requests + 200):
+            ref = ConversationRef("mem_polaris", "discord", channel_id=str(n % 100))
+            newest = 1_200_000_000_000_000_000 + (n // 100) * 2  # 2 new per channel per round
+            text = "a message of a Discord channel, about as long as most of them are " * 2
+            messages = [Message(str(newest - 29 + i), f"{text}{i}", 1_700_000_000_000 + i, "Ann")
+                        for i in range(30)]  # fmt: skip
+            requests.append([IncomingMessage(ref, m, "guild1") for m in messages])
+        for request in requests[:200]:  # warm: the channels' earlier messages are known
+            buffers.save(agent, request, conv)
+        before = client.info("cpu")
+        cpu, wall = time.process_time(), time.perf_counter()
+        for request in requests[200:]:
+            buffers.save(agent, request, conv)
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        after = client.info("cpu")
+        redis_cpu = sum(after[k] - before[k] for k in ("used_cpu_sys", "used_cpu_user"))
+        n = options.requests
+        print(f"code: {sys.modules['shared.buffers'].__file__}")
+        print(f"client CPU {1000 * cpu / n:.3f} ms/req, wall {1000 * wall / n:.3f} ms/req, "
+              f"Redis CPU {1000 * redis_cpu / n:.3f} ms/req ({n} requests)")  # fmt: skip
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

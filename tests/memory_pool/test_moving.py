@@ -1,0 +1,175 @@
+"""Moving a pool with the real commands: export from a running serve (its buffered messages
+written first), copy of its stopped data folder to a Qdrant server, import into another data
+folder; afterwards the plugin's re-sent messages are not stored again and a deleted message
+does not come back, both through the real /save."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from shared import keys
+from shared.agents import AgentConfig, Agents
+from tests.memory_pool.test_serve import ROOT, Served, serve_env, serving
+from tests.stack import running_stack, stack_settings
+from tests.support.embedding_server import EmbeddingServer
+from tests.support.qdrant_server import QdrantTestServer
+
+COLLECTION = "mem_mythos"
+
+
+def body(message_id: str, channel: str) -> dict[str, Any]:
+    """The Discord plugin's /save body for one message."""
+    message = {
+        "speaker_kind": "user", "discord_user_id": "1", "speaker_name": "Alex",
+        "text": f"message {message_id}: the lighthouse keeper counted {message_id} whales",
+        "message_id": message_id, "ts": 1718000000000 + int(message_id) * 1000,
+        "channel_id": channel,
+    }  # fmt: skip
+    return {"bot": "mythos", "messages": [message]}
+
+
+# One conversation per message, so deleting one message deletes only its own chunk.
+SENT = [("1", "c1"), ("2", "c2"), ("3", "c3"), ("4", "c4")]
+DELETED = "3"
+
+
+def cli(env: dict[str, str], *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "memory_pool.main", *args]
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    if ok:
+        assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    return result
+
+
+def fill(served: Served) -> None:
+    """Three chunks stored, one message deleted (a tombstone), one still buffered."""
+    for message_id, channel in SENT:
+        served.post("/save", body(message_id, channel))
+    served.flush()
+    served.post("/agents/mythos/delete", {"message_id": DELETED})
+    served.post("/save", body("5", "c5"))  # buffered: no flush, the idle timer is long
+
+
+def stored_ids(lines: list[str]) -> set[str]:
+    found: set[str] = set()
+    for line in lines[1:]:
+        record = json.loads(line)
+        if record.get("kind") == "point":
+            found.update(record["payload"]["messageIdList"])
+    return found
+
+
+def test_export_copy_and_resend(
+    tmp_path: Path, embeddings: EmbeddingServer, redis_url: str
+) -> None:
+    env = serve_env(embeddings)
+    data = tmp_path / "data"
+    export = tmp_path / "pool.jsonl"
+    with serving(data, env, tmp_path / "serve.log") as served:
+        fill(served)
+        # serve holds the data folder: the command says so and how to go on
+        refused = cli(env, "export", "--agent", "mythos", "--data-dir", str(data), ok=False)
+        assert refused.returncode == 2 and "--url" in refused.stderr
+        url = str(served.http.base_url)
+        cli(env, "export", "--agent", "mythos", "--url", url, "--out", str(export))
+        assert served.interrupt() == 0
+    lines = export.read_text().splitlines()
+    header = json.loads(lines[0])
+    # the buffered message was written first, the deleted one is gone
+    assert stored_ids(lines) == {"1", "2", "4", "5"}
+    assert header["counts"]["points"] == 4 and header["counts"]["tombstones"] == 1
+    assert header["counts"]["dedupe"] == 4
+
+    with QdrantTestServer(tmp_path / "q") as qdrant:
+        copied = cli(
+            env, "copy", "--from-data-dir", str(data), "--to-url", qdrant.url,
+            "--to-redis-url", redis_url,
+        )  # fmt: skip
+        assert f"{COLLECTION}: 4 points in the data folder, 4 on {qdrant.url}: counts match" in (
+            copied.stdout
+        ), copied.stdout
+        client = redis.Redis.from_url(redis_url)
+        assert client.ttl(keys.seen(COLLECTION, "discord", DELETED)) == -1
+        assert 0 < client.ttl(keys.seen(COLLECTION, "discord", "1")) <= 30 * 86400
+        client.close()
+
+        # exported from the server now: the same bytes as from serve before the move
+        again = tmp_path / "again.jsonl"
+        server_env = env | {"QDRANT_URL": qdrant.url, "REDIS_URL": redis_url}
+        cli(server_env, "export", "--agent", "mythos", "--out", str(again))
+        assert again.read_bytes() == export.read_bytes()
+
+        # the compose deployment on the server: the plugin re-sends its last messages
+        settings = stack_settings(
+            redis_url, embeddings.url, tmp_path / "stack", QDRANT_URL=qdrant.url,
+            EMBEDDING_MODEL="text-embedding-3-small",
+        )  # fmt: skip
+        agents = Agents([AgentConfig(name="mythos")], accept_unlisted=False)
+        with running_stack(settings, agents) as stack:
+            for message_id, channel in [*SENT, ("5", "c5")]:
+                assert stack.save(body(message_id, channel))["accepted"] == 0
+            stack.flush("mythos")
+            ids = {i for p in stack.payloads(COLLECTION) for i in p["messageIdList"]}
+            assert ids == {"1", "2", "4", "5"}
+            # and the moved pool answers a recall
+            found = stack.client.post(
+                "/retrieve",
+                json={"bot": "mythos", "query_text": "the lighthouse keeper counted 4 whales"},
+            )
+            assert found.status_code == 200 and "whales" in found.text
+
+
+def test_import_into_another_data_folder_and_resend(
+    tmp_path: Path, embeddings: EmbeddingServer
+) -> None:
+    env = serve_env(embeddings)
+    first, second = tmp_path / "first", tmp_path / "second"
+    export = tmp_path / "pool.jsonl"
+    with serving(first, env, tmp_path / "first.log") as served:
+        fill(served)
+        assert served.interrupt() == 0
+    # serve is stopped with a message still buffered: refused unless --force
+    refused = cli(env, "export", "--agent", "mythos", "--data-dir", str(first), ok=False)
+    assert refused.returncode == 1
+    assert "1 messages are still buffered in mem_mythos" in refused.stderr
+    assert not export.exists()
+    cli(env, "export", "--agent", "mythos", "--data-dir", str(first), "--out", str(export),
+        "--force")  # fmt: skip
+    assert stored_ids(export.read_text().splitlines()) == {"1", "2", "4"}
+    imported = cli(env, "import", "points", str(export), "--agent", "mythos",
+                   "--data-dir", str(second))  # fmt: skip
+    assert "collection mem_mythos: 3 points" in imported.stdout
+    assert "tombstones (deleted message ids): 1" in imported.stdout
+    with serving(second, env, tmp_path / "second.log") as served:
+        # importing again, now over the running serve's HTTP API, is harmless
+        url = str(served.http.base_url)
+        again = cli(env, "import", "points", str(export), "--agent", "mythos", "--url", url)
+        assert "collection mem_mythos: 3 points" in again.stdout
+        for message_id, channel in SENT:
+            assert served.post("/save", body(message_id, channel))["accepted"] == 0
+        served.flush()
+        stats = served.http.get("/agents/mythos/stats").json()
+        assert stats["points"] == 3, stats
+        assert served.interrupt() == 0
+
+
+@pytest.mark.parametrize("kind", ["no header", "not json", "empty"])
+def test_import_of_a_bad_file_says_why(
+    tmp_path: Path, embeddings: EmbeddingServer, kind: str
+) -> None:
+    env = serve_env(embeddings)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        {"no header": '{"kind":"tombstone"}\n', "not json": "{oops\n", "empty": ""}[kind]
+    )
+    result = cli(env, "import", "points", str(bad), "--agent", "mythos", "--data-dir",
+                 str(tmp_path / "d"), ok=False)  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr

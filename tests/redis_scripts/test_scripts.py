@@ -1,0 +1,279 @@
+"""Each write-path script (shared/redis_scripts/*.lua) run against real Redis, table-driven: due
+rules, dedupe, tombstones, held agents, generation checks and leases."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import redis
+
+from shared import keys
+from shared.buffers import (
+    AgentRef,
+    Buffers,
+    Claim,
+    Commit,
+    CommitOutcome,
+    ConversationSettings,
+    IncomingMessage,
+    LeaseCheck,
+)
+from shared.conversations import ConversationRef
+from shared.errors import AgentBlocked
+from shared.messages import Message
+from shared.redis_scripts import SOURCES
+
+REF = ConversationRef(collection="mem_polaris", source="discord", channel_id="c1")
+AGENT = AgentRef("Polaris", REF.collection)
+QUIET = ConversationSettings(min_chars=100_000, gap_seconds=3600, idle_seconds=60)
+
+
+@pytest.fixture
+def buffers(r: redis.Redis) -> Buffers:
+    return Buffers(r, dedupe_ttl_seconds=600, lease_seconds=30)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def incoming(*messages: Message) -> list[IncomingMessage]:
+    return [IncomingMessage(REF, message) for message in messages]
+
+
+def msg(mid: str, ts: int, text: str = "hello there") -> Message:
+    return Message(mid, text, ts, "A")
+
+
+# --- save.lua: when a conversation becomes due ---------------------------------------------
+# (settings, messages as (id, ms before now, text), due: "now" | "idle")
+DUE_RULES = [
+    ("quiet: waits for the idle timer", QUIET, [("a", 0, "hi")], "idle"),
+    ("a chunk closes: due at once", ConversationSettings(10, 3600, 60),
+     [("a", 0, "x" * 20)], "now"),
+    ("a gap in time: due at once", ConversationSettings(100_000, 5, 60),
+     [("a", 20_000, "hi"), ("b", 0, "hi")], "now"),
+    ("an import: no idle timer of its own, the stored rule reads idle_ms",
+     ConversationSettings(100_000, 3600, 60, idle_timer=False), [("a", 0, "hi")], "idle"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("conv", "sent", "due"), [case[1:] for case in DUE_RULES],
+                         ids=[case[0] for case in DUE_RULES])  # fmt: skip
+def test_save_schedules_the_flush(
+    r: redis.Redis, buffers: Buffers, conv: ConversationSettings, sent: list, due: str
+) -> None:
+    before = now_ms()
+    counts = buffers.save(AGENT, incoming(*(msg(i, before - ago, t) for i, ago, t in sent)), conv)
+    assert (counts.accepted, counts.duplicates) == (len(sent), 0)
+    score = r.zscore(keys.DUE, REF.key)
+    assert score is not None
+    if due == "now":
+        assert before <= score <= now_ms()
+    else:
+        assert before + conv.idle_seconds * 1000 <= score <= now_ms() + conv.idle_seconds * 1000
+    meta = r.hgetall(keys.meta(REF.key))
+    assert meta["agent"] == "Polaris" and meta["source"] == "discord" and meta["channel"] == "c1"
+    assert meta.get("noidle", "") == ("" if conv.idle_timer else "1")
+    assert "cid" not in meta and "guild" not in meta  # empty fields are not written
+    assert r.hget(keys.NAMES, REF.collection) == "Polaris"
+
+
+def test_a_backing_off_conversation_keeps_its_retry_time(r: redis.Redis, buffers: Buffers) -> None:
+    retry_at = now_ms() + 3_600_000
+    r.hset(keys.meta(REF.key), "retry_at", retry_at)
+    buffers.save(AGENT, incoming(msg("a", now_ms(), "x" * 20)), ConversationSettings(10, 5, 1))
+    assert r.zscore(keys.DUE, REF.key) == retry_at
+
+
+def test_a_quarantined_conversation_buffers_but_is_not_scheduled(
+    r: redis.Redis, buffers: Buffers
+) -> None:
+    r.zadd(keys.QUARANTINE, {REF.key: 1})
+    assert buffers.save(AGENT, incoming(msg("a", now_ms())), QUIET).accepted == 1
+    assert r.zscore(keys.DUE, REF.key) is None and r.llen(keys.buffer(REF.key)) == 1
+
+
+# --- save.lua: dedupe, tombstones, held agents ----------------------------------------------
+def test_dedupe_stores_once_and_a_resend_refreshes_the_ttl(
+    r: redis.Redis, buffers: Buffers
+) -> None:
+    sent = incoming(msg("a", 1_000), msg("b", 2_000))
+    first = buffers.save(AGENT, sent, QUIET)
+    seen = keys.seen(REF.collection, REF.source, "a")
+    r.expire(seen, 5)
+    again = buffers.save(AGENT, sent, QUIET)
+    assert (first.accepted, first.duplicates, again.accepted, again.duplicates) == (2, 0, 0, 2)
+    assert r.ttl(seen) > 5  # re-sent: remembered for the full TTL again
+    stored = [json.loads(raw) for raw in r.lrange(keys.buffer(REF.key), 0, -1)]
+    assert [m["i"] for m in stored] == ["a", "b"]
+    assert r.lrange(keys.buffer(REF.key), 0, -1)[0] == msg("a", 1_000).to_json()  # byte for byte
+    assert r.hget(keys.meta(REF.key), "chars") == str(2 * msg("a", 0).size)
+
+
+def test_a_tombstoned_id_never_returns_and_stays_tombstoned(
+    r: redis.Redis, buffers: Buffers
+) -> None:
+    seen = keys.seen(REF.collection, REF.source, "gone")
+    r.set(seen, "deleted")  # a tombstone: no expiry
+    counts = buffers.save(AGENT, incoming(msg("gone", 1_000)), QUIET)
+    assert (counts.accepted, counts.duplicates) == (0, 1)
+    assert r.ttl(seen) == -1 and not r.exists(keys.buffer(REF.key))
+
+
+def test_a_held_agent_is_refused_and_nothing_changes(r: redis.Redis, buffers: Buffers) -> None:
+    r.set(keys.blocked(REF.collection), "held for review")
+    with pytest.raises(AgentBlocked, match="held for review"):
+        buffers.save(AGENT, incoming(msg("a", 1_000)), QUIET)
+    assert sorted(r.keys("*")) == [keys.blocked(REF.collection)]
+
+
+def test_save_lua_takes_its_arguments_by_name(r: redis.Redis) -> None:
+    """The script's interface as its header documents it, called without the Python wrapper."""
+    plan = {"now": 5_000, "ttl": 60, "collection": "mem_x", "groups": [{
+        "meta": "m", "buf": "b", "convs": "cs", "member": "conv", "agent": "X",
+        "fields": {"agent": "X", "source": "s"}, "min_chars": 100, "gap_ms": 10, "idle_ms": 10,
+        "seen_prefix": "seen:", "ids": ["1", "2"],
+    }]}  # fmt: skip
+    args = [json.dumps(plan), '{"i":"1","ts":4000,"z":3}\n{"i":"2","ts":4001,"z":5}']
+    script_keys = ["due", "blocked", "names", "quarantine"]
+    assert r.eval(SOURCES["save"], 4, *script_keys, *args) == [2, 0]
+    assert r.eval(SOURCES["save"], 4, *script_keys, *args) == [0, 2]
+    assert r.lrange("b", 0, -1) == ['{"i":"1","ts":4000,"z":3}', '{"i":"2","ts":4001,"z":5}']
+    assert r.ttl("seen:1") == 60 and r.get("seen:2") == "conv" and r.zscore("due", "conv") == 5_010
+    assert r.hgetall("m") == {"agent": "X", "source": "s", "last": "5000", "newest": "4001",
+                              "chars": "8"}  # fmt: skip
+
+
+# --- claim / begin / renew / commit / settle / release: leases and generations ----------------
+def due_conversation(r: redis.Redis, buffers: Buffers, n: int = 2) -> None:
+    buffers.save(AGENT, incoming(*(msg(f"m{i}", 1_000 + i) for i in range(n))), QUIET)
+    r.zadd(keys.DUE, {REF.key: 0})
+
+
+def test_a_claimed_conversation_is_leased_to_one_worker(r: redis.Redis, buffers: Buffers) -> None:
+    due_conversation(r, buffers)
+    [claim] = buffers.claim_due(10)
+    assert claim.conversation == REF.key and r.get(keys.lease(REF.key)) == claim.token
+    assert buffers.claim_due(10) == []  # held: looked at again when the lease would expire
+    assert r.zscore(keys.DUE, REF.key) > now_ms() + 20_000
+    assert buffers.begin(Claim(REF.key, "someone-else")) is None
+    state = buffers.begin(claim)
+    assert state is not None and [m.id for m in state.messages] == ["m0", "m1"]
+
+
+def test_a_quarantined_due_conversation_is_not_claimed(r: redis.Redis, buffers: Buffers) -> None:
+    due_conversation(r, buffers)
+    r.zadd(keys.QUARANTINE, {REF.key: 1})
+    assert buffers.claim_due(10) == [] and r.zscore(keys.DUE, REF.key) is None
+
+
+# (a delete runs before the step?, the lease is someone else's?) -> renew's answer
+RENEW = [(False, False, LeaseCheck.KEPT), (True, False, LeaseCheck.CHANGED),
+         (False, True, LeaseCheck.LOST)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("deleted", "stolen", "expected"), RENEW)
+def test_renew_checks_lease_and_generation(
+    r: redis.Redis, buffers: Buffers, deleted: bool, stolen: bool, expected: LeaseCheck
+) -> None:
+    due_conversation(r, buffers)
+    [claim] = buffers.claim_due(10)
+    state = buffers.begin(claim)
+    assert state is not None
+    if deleted:
+        r.hincrby(keys.meta(REF.key), "gen", 1)
+    if stolen:
+        r.set(keys.lease(REF.key), "other")
+    assert buffers.renew(state, ["p1"]) is expected
+    inflight = r.hget(keys.meta(REF.key), "inflight")
+    assert inflight == ('["p1"]' if expected is LeaseCheck.KEPT else None)
+
+
+COMMIT = [(False, False, CommitOutcome.DONE), (True, False, CommitOutcome.CHANGED),
+          (False, True, CommitOutcome.LEASE_LOST)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("deleted", "stolen", "expected"), COMMIT)
+def test_commit_checks_lease_and_generation(
+    r: redis.Redis, buffers: Buffers, deleted: bool, stolen: bool, expected: CommitOutcome
+) -> None:
+    due_conversation(r, buffers, n=3)
+    [claim] = buffers.claim_due(10)
+    state = buffers.begin(claim)
+    assert state is not None
+    r.hset(keys.meta(REF.key), "written", 5)
+    if deleted:
+        r.hincrby(keys.meta(REF.key), "gen", 1)
+    if stolen:
+        r.set(keys.lease(REF.key), "other")
+    size = msg("m", 0).size
+    commit = Commit(consumed=2, consumed_chars=2 * size, open_count=1, written=1,
+                    idle_seconds=60, wrote_points=True, dead_letters=['{"dead":1}'])  # fmt: skip
+    assert buffers.commit(state, commit) is expected
+    meta = r.hgetall(keys.meta(REF.key))
+    if expected is CommitOutcome.DONE:
+        assert r.llen(keys.buffer(REF.key)) == 1 and meta["written"] == "1"
+        assert meta["chars"] == str(size) and r.lrange(keys.DEAD_LETTERS, 0, -1) == ['{"dead":1}']
+        assert r.zscore(keys.DUE, REF.key) is None  # only the stored open chunk is left
+        assert not r.exists(keys.lease(REF.key))
+    else:
+        assert r.llen(keys.buffer(REF.key)) == 3 and not r.exists(keys.DEAD_LETTERS)
+        assert meta["written"] == ("0" if expected is CommitOutcome.CHANGED else "5")
+        assert r.exists(keys.lease(REF.key))  # CHANGED: kept to take the points back
+
+
+@pytest.mark.parametrize("failed", [False, True])
+def test_release_reschedules_and_counts_failures(
+    r: redis.Redis, buffers: Buffers, failed: bool
+) -> None:
+    due_conversation(r, buffers)
+    [claim] = buffers.claim_due(10)
+    assert buffers.release(claim, retry_in=100, failed=failed)
+    assert not buffers.release(claim, retry_in=100, failed=failed)  # no longer ours
+    meta = r.hgetall(keys.meta(REF.key))
+    due = r.zscore(keys.DUE, REF.key)
+    assert due is not None and due > now_ms() + 90_000 and not r.exists(keys.lease(REF.key))
+    assert ("attempts" in meta, "retry_at" in meta) == (failed, failed)
+    if failed:
+        assert meta["retry_at"] == str(int(due))
+
+
+def test_settle_forgets_the_points_of_an_unfinished_flush(r: redis.Redis, buffers: Buffers) -> None:
+    due_conversation(r, buffers)
+    [claim] = buffers.claim_due(10)
+    r.hset(keys.meta(REF.key), mapping={"inflight": '["p"]', "written": 2})
+    assert not buffers.settle(Claim(REF.key, "other"))
+    assert buffers.settle(claim)
+    meta = r.hgetall(keys.meta(REF.key))
+    assert "inflight" not in meta and meta["written"] == "0"
+
+
+def test_force_marks_only_conversations_with_buffered_messages(
+    r: redis.Redis, buffers: Buffers
+) -> None:
+    due_conversation(r, buffers)
+    r.sadd(keys.conversations(REF.collection), "mem_polaris:discord:chan%3Dempty")
+    before = now_ms()
+    assert buffers.force_flush(REF.collection) == sorted(
+        r.smembers(keys.conversations(REF.collection))
+    )
+    assert r.hget(keys.meta(REF.key), "force") == "1"
+    assert r.zscore(keys.DUE, REF.key) == 0  # already due earlier: kept
+    r.zadd(keys.DUE, {REF.key: before + 10_000})
+    buffers.force_flush(REF.collection)
+    assert before <= r.zscore(keys.DUE, REF.key) <= now_ms()
+
+
+def test_newlines_unicode_and_odd_ids_are_stored_byte_for_byte(
+    r: redis.Redis, buffers: Buffers
+) -> None:
+    odd = [Message("a:b%c", "line one\nline two\r\n", 1_000, "Zoë"),
+           Message("ид", "🎉 \u2028 and \\n", 2_000, "B", user_id="u1", is_self=True)]  # fmt: skip
+    assert buffers.save(AGENT, incoming(*odd), QUIET).accepted == 2
+    assert r.lrange(keys.buffer(REF.key), 0, -1) == [m.to_json() for m in odd]
+    assert r.exists(*(keys.seen(REF.collection, REF.source, m.id) for m in odd)) == 2
+    assert r.hget(keys.meta(REF.key), "chars") == str(sum(m.size for m in odd))
+    assert buffers.save(AGENT, incoming(*odd), QUIET).duplicates == 2
