@@ -10,7 +10,7 @@ import pytest
 
 from shared import bm25_store
 from shared.agents import AgentConfig, Agents
-from shared.bm25 import VECTOR_NAME, document_terms
+from shared.bm25 import document_terms
 from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
 
@@ -100,16 +100,11 @@ def test_a_replayed_chunk_carries_its_bm25_terms_in_the_same_upsert(
         while stored_ids(stack) != ["bad-1", "bad-2"]:
             assert time.monotonic() < deadline, stored_ids(stack)
             time.sleep(0.05)
-        (point,) = stack.runtime.store.read(
-            "mem_mythos",
-            lambda client: client.scroll("mem_mythos", with_vectors=True)[0],
-            missing=[],
-        )
-        vectors = point.vector if isinstance(point.vector, dict) else {}
-        assert VECTOR_NAME in vectors, "the replayed chunk has no BM25 terms"
+        (point,) = stack.runtime.store.iter_points("mem_mythos")
+        assert point.sparse is not None, "the replayed chunk has no BM25 terms"
         # made as a flush makes them: the agent's language, from the chunk's text
         expected = document_terms(point.payload["text"], "german")
-        assert sorted(vectors[VECTOR_NAME].indices) == sorted(expected.indices)
+        assert sorted(point.sparse[0]) == sorted(expected.indices)
         assert bm25_store.lacking_terms(stack.runtime.store, "mem_mythos") == 0
 
 
