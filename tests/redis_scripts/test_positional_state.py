@@ -75,7 +75,11 @@ def test_an_old_back_off_is_kept_by_new_saves(r: redis.Redis) -> None:
     load(r)
     retry_at = int(r.hget(keys.meta(C2.key), "retry_at") or 0)
     assert retry_at > 0 and r.hget(keys.meta(C2.key), "attempts") == "1"
-    r.hset(keys.meta(C2.key), "retry_at", int(time.time() * 1000) + 7_200_000)  # still backing off
+    # still backing off: the old code keeps the due time equal to retry_at, so both move (the
+    # fixture's own retry_at was written hours ago and is past by now)
+    retry_at = int(time.time() * 1000) + 7_200_000
+    r.hset(keys.meta(C2.key), "retry_at", retry_at)
+    r.zadd(keys.DUE, {C2.key: retry_at})
     buffers = Buffers(r, dedupe_ttl_seconds=86400, lease_seconds=600)
     closing = ConversationSettings(min_chars=1, gap_seconds=86400, idle_seconds=1)
     buffers.save(AGENT, [IncomingMessage(C2, Message("b9", "x", int(time.time() * 1000), "S"))],
