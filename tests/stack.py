@@ -68,10 +68,33 @@ class Stack:
         return [payload for _, payload in self.runtime.store.scroll_payloads(collection)]
 
 
+# Celery keeps a worker's app in process-wide state: a task thread of one worker finds "the
+# current app" through the default app, which the last started worker set
+# (celery.app.trace.trace_task_ret), and stopping one test worker sets the global
+# `state.should_terminate` that every worker in the process obeys. Two stacks at once in one
+# process therefore run each other's tasks against the wrong Redis and Qdrant (seen: a flush
+# never done and a worker that did not stop in 60 s, under the full suite only).
+_running = threading.Lock()
+
+
 @contextmanager
 def running_stack(settings: Settings, agents: Agents) -> Iterator[Stack]:
     """API (TestClient), one Celery worker with 2 threads, and the scheduler, sharing one
-    local-mode Qdrant (only one client may open it)."""
+    store. One at a time per process: a second one while another runs is refused."""
+    if not _running.acquire(blocking=False):
+        raise RuntimeError(
+            "a stack is already running in this process; Celery cannot run two test workers "
+            "of different apps side by side (end the other stack first)"
+        )
+    try:
+        with _one_stack(settings, agents) as stack:
+            yield stack
+    finally:
+        _running.release()
+
+
+@contextmanager
+def _one_stack(settings: Settings, agents: Agents) -> Iterator[Stack]:
     runtime = Runtime.build(settings, agents=agents)
     celery_app = make_celery(settings, WorkerContext(settings, runtime=runtime))
     scheduler = celery_scheduler(runtime.buffers, celery_app, settings)
