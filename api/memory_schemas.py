@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from api.schemas import AGENT_ACCESS, error_docs
+from shared import fields
 from shared.format import utc_date
 from shared.memory_query import timestamp_of
 from shared.timestamps import MAX_STORABLE_MS
@@ -93,11 +94,11 @@ def _text(value: Any) -> str | None:
 def memory_view(point_id: str, payload: Mapping[str, Any]) -> Memory:
     """A point for a person: the fields both writers use, st's comma-joined ones split."""
     stamp = timestamp_of(payload)
-    source = _text(payload.get("source"))
-    ids = _ids(payload.get("messageIdList"))
+    source = _text(payload.get(fields.SOURCE))
+    ids = _ids(payload.get(fields.MESSAGE_ID_LIST))
     if not ids:
-        ids = [i.strip() for i in str(payload.get("messageIds", "")).split(",") if i.strip()]
-    speakers = [s.strip() for s in str(payload.get("speakers", "")).split(",") if s.strip()]
+        ids = [i.strip() for i in str(payload.get(fields.MESSAGE_IDS, "")).split(",") if i.strip()]
+    speakers = [s.strip() for s in str(payload.get(fields.SPEAKERS, "")).split(",") if s.strip()]
     return Memory(
         id=point_id,
         source=source,
@@ -105,11 +106,11 @@ def memory_view(point_id: str, payload: Mapping[str, Any]) -> Memory:
         timestamp=stamp,
         date=utc_date(stamp) if stamp is not None and 0 <= stamp <= MAX_STORABLE_MS else None,
         speakers=speakers,
-        text=str(payload.get("text", "")),
+        text=str(payload.get(fields.TEXT, "")),
         message_ids=ids,
-        user_ids=_ids(payload.get("userIdList")),
-        channel_id=_text(payload.get("channelId")),
-        guild_id=_text(payload.get("guildId")),
-        conversation_id=_text(payload.get("conversationId")),
+        user_ids=_ids(payload.get(fields.USER_ID_LIST)),
+        channel_id=_text(payload.get(fields.CHANNEL_ID)),
+        guild_id=_text(payload.get(fields.GUILD_ID)),
+        conversation_id=_text(payload.get(fields.CONVERSATION_ID)),
         payload=dict(payload),
     )

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from shared import fields
 from shared.messages import Message
 
 RECALL_HEADER = "\n[Past chat memories]\n\n"
@@ -50,22 +51,22 @@ def chunk_payload(messages: Sequence[Message], context: ChunkContext) -> dict[st
     ordered = in_text_order(messages)
     ids = [message.id for message in ordered]
     payload: dict[str, Any] = {
-        "text": chunk_text(ordered),
-        "speakers": ", ".join(_distinct(message.speaker for message in ordered)),
-        "messageCount": len(ordered),
-        "timestamp": ordered[0].ts,
-        "messageIds": ",".join(ids),
-        "isChunk": True,
-        "source": context.source,
+        fields.TEXT: chunk_text(ordered),
+        fields.SPEAKERS: ", ".join(_distinct(message.speaker for message in ordered)),
+        fields.MESSAGE_COUNT: len(ordered),
+        fields.TIMESTAMP: ordered[0].ts,
+        fields.MESSAGE_IDS: ",".join(ids),
+        fields.IS_CHUNK: True,
+        fields.SOURCE: context.source,
         # A comma-joined string cannot be matched reliably in Qdrant (clients.md §6): the list
         # is what memory-pool filters and deletes by.
-        "messageIdList": ids,
-        "userIdList": _distinct(m.user_id for m in ordered if m.user_id is not None),
+        fields.MESSAGE_ID_LIST: ids,
+        fields.USER_ID_LIST: _distinct(m.user_id for m in ordered if m.user_id is not None),
     }
     optional = {
-        "channelId": context.channel_id,
-        "guildId": context.guild_id,
-        "conversationId": context.conversation_id,
+        fields.CHANNEL_ID: context.channel_id,
+        fields.GUILD_ID: context.guild_id,
+        fields.CONVERSATION_ID: context.conversation_id,
     }
     payload.update({key: value for key, value in optional.items() if value is not None})
     return payload

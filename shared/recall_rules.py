@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from shared import fields
 from shared.format import RecallHit
 
 DEDUPE_PREFIX_UTF16_UNITS = 200
@@ -40,8 +41,8 @@ _DATE_MARKER = re.compile(r"\[[0-9-]+\]")
 
 def message_ids_of(payload: Mapping[str, Any]) -> set[str]:
     """Every message id a point holds: memory-pool's list and the comma-joined `messageIds`."""
-    ids = {part.strip() for part in str(payload.get("messageIds", "")).split(",")}
-    listed = payload.get("messageIdList")
+    ids = {part.strip() for part in str(payload.get(fields.MESSAGE_IDS, "")).split(",")}
+    listed = payload.get(fields.MESSAGE_ID_LIST)
     if isinstance(listed, list):
         ids.update(str(item) for item in listed)
     ids.discard("")
@@ -82,7 +83,7 @@ class HitSelector:
     def offer(self, hit: RecallHit) -> None:
         if self.full or is_excluded(hit.payload, self.excluded):
             return
-        key = dedupe_key(str(hit.payload.get("text", "")))
+        key = dedupe_key(str(hit.payload.get(fields.TEXT, "")))
         if key in self._seen:
             return
         self._seen.add(key)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import redis
 
-from shared import keys
+from shared import fields, keys
 from shared.agents import Agents
 from shared.bm25 import DEFAULT_LANGUAGE, document_terms
 from shared.dead_letters import DeadLetter, DeadLetters
@@ -38,7 +38,7 @@ class ReplayReport:
 def _deleted_since(client: redis.Redis, collection: str, payload: dict) -> bool:
     """A message deleted after its chunk was dead-lettered must not come back through replay."""
     source = str(payload.get("source", ""))
-    ids = payload.get("messageIdList") or []
+    ids = payload.get(fields.MESSAGE_ID_LIST) or []
     pipe = client.pipeline(transaction=False)
     for message_id in ids:
         pipe.ttl(keys.seen(collection, source, str(message_id)))
@@ -65,7 +65,7 @@ def _write(
 ) -> None:
     for _, letter in live:
         collections.ensure(letter.collection)
-    vectors = embedder.embed([str(letter.payload["text"]) for _, letter in live])
+    vectors = embedder.embed([str(letter.payload[fields.TEXT]) for _, letter in live])
     for (raw, letter), vector in zip(live, vectors, strict=True):
         if isinstance(vector, InputRejected):
             dead.refused_again(raw, letter, str(vector))
@@ -73,7 +73,7 @@ def _write(
             continue
         # both vectors in one upsert, as a flush writes them: a dense-only rewrite of an
         # existing point would drop its terms without changing the count the backfill watches
-        text = str(letter.payload["text"])
+        text = str(letter.payload[fields.TEXT])
         terms = document_terms(text, _language(agents, letter))
         point = PointToWrite(letter.point_id, vector, letter.payload, terms=terms)
         store.upsert(letter.collection, [point])

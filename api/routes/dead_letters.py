@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from api.deps import GlobalAccess, RuntimeDep
 from api.routes.quarantine import quarantine_page, release
 from api.schemas import ErrorResponse, QuarantinedConversation
+from shared import fields
 
 MAX_OFFSET = 1_000_000_000
 QUARANTINE_SHOWN = 100
@@ -70,8 +71,8 @@ async def list_dead_letters(
             point_id=letter.point_id,
             reason=letter.reason,
             at=letter.at,
-            message_ids=[str(i) for i in letter.payload.get("messageIdList", [])],
-            text=str(letter.payload.get("text", "")),
+            message_ids=[str(i) for i in letter.payload.get(fields.MESSAGE_ID_LIST, [])],
+            text=str(letter.payload.get(fields.TEXT, "")),
         )
         for letter in letters
     ]
