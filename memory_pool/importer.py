@@ -247,7 +247,9 @@ def preview(plans: list[PlannedChat], agent: AgentConfig, summary: Summary) -> l
     """What an import would store, cut by the shared chunker; nothing is sent or checked
     against the server (its collection and dedupe marks may hold some of it already)."""
     rules = agent.rules
-    out, texts, total = [], [], 0
+    out: list[str] = []
+    texts: list[str] = []
+    total = 0
     for plan in plans:
         storable = [item for item in plan.outgoing if is_storable(item.text, rules)]
         summary.skipped[SHORT] += len(plan.outgoing) - len(storable)

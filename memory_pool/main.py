@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 import sys
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TextIO, cast
 
 import typer
 
@@ -27,7 +28,8 @@ ConfigOption = Annotated[
 
 def _settings(config: Path | None = None) -> Settings:
     overrides = {"MEMORY_POOL_CONFIG": str(config)} if config else {}
-    settings = Settings(**overrides)
+    # keys are the settings' environment names (aliases), which mypy's pydantic plugin can't see
+    settings = Settings(**cast(dict[str, Any], overrides))
     try:
         load_agents(settings.config_path)
     except ConfigError as exc:
@@ -361,9 +363,7 @@ def export_pool(
     typer.echo("\n".join(moved.lines()), err=True)
 
 
-def _stdout():  # type: ignore[no-untyped-def]
-    from contextlib import nullcontext
-
+def _stdout() -> AbstractContextManager[TextIO]:
     return nullcontext(sys.stdout)
 
 
@@ -539,4 +539,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

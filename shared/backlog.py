@@ -97,7 +97,7 @@ def _read_conversations(
         pipe.smembers(keys.conversations(collection))
         pipe.exists(keys.blocked(collection))
     replies = pipe.execute()
-    owners = []  # (agent label, blocked, conversation)
+    owners: list[tuple[str, bool, str]] = []  # (agent label, blocked, conversation)
     for label, members, blocked in zip(agents.values(), replies[::2], replies[1::2], strict=True):
         owners.extend((label, bool(blocked), as_text(m)) for m in members)
     oldest, read_buffers = now_ms, client.register_script(_READ_BUFFERS)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -73,23 +74,24 @@ class DeadLetters:
         for key in (keys.DEAD_LETTERS, keys.REPLAY):
             for raw in self.redis.lrange(key, 0, -1):
                 if not keep(DeadLetter.from_json(raw)):
-                    dropped += int(self.redis.lrem(key, 1, raw))
+                    dropped += int(self.redis.lrem(key, 1, raw))  # type: ignore[arg-type]
         return dropped
 
     def pending_replays(self) -> int:
         return int(self.redis.llen(keys.REPLAY))
 
-    def peek_replays(self, limit: int) -> list[tuple[bytes, DeadLetter]]:
-        raw = self.redis.lrange(keys.REPLAY, 0, limit - 1)
+    def peek_replays(self, limit: int) -> builtins.list[tuple[bytes, DeadLetter]]:
+        raw: list[bytes] = self.redis.lrange(keys.REPLAY, 0, limit - 1)  # type: ignore[assignment]
         return [(entry, DeadLetter.from_json(entry)) for entry in raw]
 
     def done(self, raw: bytes) -> None:
         """A replayed entry is stored (or dropped on purpose): take it off the queue."""
-        self.redis.lrem(keys.REPLAY, 1, raw)
+        # redis-py types the value as str; it sends bytes as they are, which is what is stored
+        self.redis.lrem(keys.REPLAY, 1, raw)  # type: ignore[arg-type]
 
     def refused_again(self, raw: bytes, letter: DeadLetter, reason: str) -> None:
         """Still refused: back to the dead letters, with the new reason."""
         pipe = self.redis.pipeline(transaction=True)
-        pipe.lrem(keys.REPLAY, 1, raw)
+        pipe.lrem(keys.REPLAY, 1, raw)  # type: ignore[arg-type]
         pipe.rpush(keys.DEAD_LETTERS, replace(letter, reason=reason).to_json())
         pipe.execute()

@@ -255,7 +255,7 @@ class OpenAIEmbedder:
             return self._embed_bisecting(texts[:middle]) + self._embed_bisecting(texts[middle:])
 
     def _request(self, texts: list[str], timeout: float | None = None) -> list[Vector]:
-        options = {} if timeout is None else {"timeout": timeout}
+        options: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
         try:
             response = self._client.embeddings.create(
                 model=self.model, input=texts, **self._extra, **options

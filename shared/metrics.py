@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Iterable
+from typing import TypeVar, cast
 
 from prometheus_client import Counter, Histogram, disable_created_metrics
 from prometheus_client.metrics import MetricWrapperBase
@@ -25,10 +26,17 @@ SLOW_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60
 COUNT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 
 
-@functools.lru_cache(maxsize=4096)
-def child(metric: MetricWrapperBase, *values: str) -> MetricWrapperBase:
+_Metric = TypeVar("_Metric", bound=MetricWrapperBase)
+
+
+def child(metric: _Metric, *values: str) -> _Metric:
     """`metric.labels(*values)`, remembered: the hot paths (every request) skip its checks and
     lock. Label values are bounded, so the cache holds every series this process has."""
+    return cast(_Metric, _labelled(metric, *values))
+
+
+@functools.lru_cache(maxsize=4096)
+def _labelled(metric: MetricWrapperBase, *values: str) -> MetricWrapperBase:
     return metric.labels(*values)
 
 

@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 POINT_BATCH = 256
 MARK_BATCH = 500
 
-Progress = Callable[[int], None]
+Progress = Callable[[int], object]  # what it returns is ignored (tqdm.update answers)
 
 
 class TransferRefused(Exception):

@@ -101,13 +101,15 @@ class Quarantine:
         `generation` the flush read, a conversation a delete changed meanwhile is not counted."""
         conversation = claim.conversation
         script_keys = [keys.lease(conversation), keys.meta(conversation), keys.DUE]
-        args = [claim.token, _now_ms(), conversation, reason[:1000], threshold]
+        args: list[str | int] = [claim.token, _now_ms(), conversation, reason[:1000], threshold]
         args.extend([int(retry_in * 1000), generation])
         return int(self._fail(keys=[*script_keys, keys.QUARANTINE], args=args))
 
     def members(self, collection: str | None = None) -> list[tuple[str, int]]:
         """(conversation, since) of every quarantined conversation, oldest first."""
-        found = self.redis.zrange(keys.QUARANTINE, 0, -1, withscores=True)
+        found: list[tuple[bytes, float]] = self.redis.zrange(  # type: ignore[assignment]
+            keys.QUARANTINE, 0, -1, withscores=True
+        )  # redis-py types zrange as a list of members whatever `withscores` says
         pairs = [(as_text(member), int(since)) for member, since in found]
         if collection is None:
             return pairs
@@ -158,7 +160,7 @@ class Quarantine:
         members = list(conversations)
         if not members:
             return 0
-        args = [_now_ms(), keys.meta(""), *members]
+        args: list[str | int] = [_now_ms(), keys.meta(""), *members]
         return int(self._release(keys=[keys.QUARANTINE, keys.DUE], args=args))
 
     def is_quarantined(self, conversation: str) -> bool:

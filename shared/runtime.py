@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import redis
 import redis.asyncio
@@ -18,7 +19,7 @@ from shared.settings import Settings
 from shared.store import Store
 
 
-def _redis_options(settings: Settings) -> dict[str, float]:
+def _redis_options(settings: Settings) -> dict[str, Any]:
     if not settings.redis_url:
         raise ValueError("REDIS_URL is not set (memory-pool serve starts an embedded Redis)")
     return {

@@ -240,7 +240,7 @@ def parse_chat(name: str, lines: Iterable[str]) -> ChatFile:
         is_message = isinstance(record, dict) and "mes" in record
         if position == 0 and isinstance(record, dict) and not is_message:
             header = ChatHeader(_name(record.get("user_name")), _name(record.get("character_name")))
-        elif is_message:
+        elif is_message and isinstance(record, dict):
             messages.append(_message(record, number, position))
         else:
             problems.append(LineProblem(number, "not a chat message (no `mes`)"))

@@ -70,7 +70,7 @@ def model_metadata(model: str, size: int) -> dict[str, Any]:
 
 def collection_state(name: str, info: models.CollectionInfo) -> CollectionState:
     vectors = info.config.params.vectors
-    single = isinstance(vectors, models.VectorParams)
+    single = vectors if isinstance(vectors, models.VectorParams) else None
     metadata = info.config.metadata or {}
     ours = metadata.get(METADATA_KEY)
     model = ours.get("embedding_model") if isinstance(ours, dict) else None
@@ -80,10 +80,10 @@ def collection_state(name: str, info: models.CollectionInfo) -> CollectionState:
 
     return CollectionState(
         name=name,
-        size=vectors.size if single else None,
+        size=single.size if single is not None else None,
         points_count=info.points_count or 0,
         model=model if isinstance(model, str) else None,
-        vector_names=() if single else tuple(vectors or {}),
+        vector_names=tuple(vectors) if isinstance(vectors, dict) else (),
         indexed_fields=frozenset(info.payload_schema or {}),
         sparse_names=tuple(info.config.params.sparse_vectors or {}),
         bm25_encoding=encoding if isinstance(encoding, str) else None,
