@@ -4,6 +4,7 @@ it, Edge's bare query for the ratio, and how long indexing (optimize, which hold
 qdrant-edge-py 0.9.0) stalls the process while points are written.
 
 Run: .venv/bin/python -m bench.recall_embedded --sizes 10000 --dims 384 --samples 200
+Bulk-import stall only: .venv/bin/python -m bench.recall_embedded --bulk --sizes 10000 --dims 384
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from shared.bm25 import document_terms
 from shared.edge_filters import to_edge
 from shared.fields import TEXT
 from shared.recall_query import RecallFilters, recall_filter
-from shared.store import PointToWrite, Store
-from shared.store_edge import EdgeStore
+from shared.store import PointToWrite, Store, StoredPoint
+from shared.store_edge import OPTIMIZE_EVERY_SECONDS, EdgeStore
 from shared.store_qdrant import QdrantStore
 
 NAME = "mem_bench"
@@ -170,6 +171,80 @@ def _edge_row(folder: Path, size: int, dims: int, samples: int) -> dict[str, obj
         store.close()
 
 
+def _bulk_row(folder: Path, size: int, dims: int, by_writer: bool) -> dict[str, list[float]]:
+    """An import as `memory-pool import points` writes it (256 points a call, as fast as it
+    can) into serve's store with its background optimizer on, a thread recalling meanwhile:
+    the ticker's gaps are how long a /save or /retrieve in serve would have waited."""
+    store = EdgeStore(folder / "edge", optimize_by_writer=by_writer)
+    try:
+        store.ensure_collection(NAME, size=dims, model=MODEL)
+        store.write_points(NAME, _stored(0, BATCH, dims))
+        queries = _queries(dims, size, 50)
+        during: list[float] = []
+        stop = threading.Event()
+
+        def keep_recalling() -> None:
+            again = iter(queries * 100_000)
+            while not stop.is_set():
+                vector, excluded = next(again)
+                flt = recall_filter(RecallFilters(), excluded)
+                t = time.perf_counter()
+                store.query(NAME, vector, limit=20, score_threshold=0.0, query_filter=flt)
+                during.append((time.perf_counter() - t) * 1000)
+                time.sleep(0.01)
+
+        batches = [_stored(start, BATCH, dims) for start in range(BATCH, size, BATCH)]
+        reader = threading.Thread(target=keep_recalling, daemon=True)
+        with Ticker() as ticker:
+            reader.start()
+            started = time.perf_counter()
+            for batch in batches:
+                store.write_points(NAME, batch)
+            write_s = time.perf_counter() - started
+            time.sleep(2 * OPTIMIZE_EVERY_SECONDS + 1)  # the background optimizer's next runs
+            stop.set()
+            reader.join()
+        return {"write_s": [write_s], "stall": [g * 1000 for g in ticker.gaps], "during": during}
+    finally:
+        store.close()
+
+
+def _stored(start: int, count: int, dims: int) -> list[StoredPoint]:
+    return [
+        StoredPoint(p.id, p.payload, p.vector, (list(p.terms.indices), list(p.terms.values)))
+        if p.terms is not None
+        else StoredPoint(p.id, p.payload, p.vector, None)
+        for p in _points(start, count, dims)
+    ]
+
+
+def bulk_main(sizes: list[int], dims_list: list[int], rounds: int) -> None:
+    """Writer-paced indexing vs the background optimizer alone, interleaved, same run."""
+    rows = []
+    for size in sizes:
+        for dims in dims_list:
+            results: dict[bool, list[dict[str, list[float]]]] = {True: [], False: []}
+            for _ in range(rounds):
+                for by_writer in (False, True):
+                    with tempfile.TemporaryDirectory() as folder:
+                        results[by_writer].append(_bulk_row(Path(folder), size, dims, by_writer))
+            for by_writer in (False, True):
+                runs = results[by_writer]
+                stall = [g for r in runs for g in r["stall"]]
+                during = [d for r in runs for d in r["during"]]
+                rows.append([
+                    f"{size // 1000}k x {dims}",
+                    "writer + background" if by_writer else "background only (before)",
+                    median([r["write_s"][0] for r in runs]), pct(stall, 99), max(stall),
+                    median(during), pct(during, 99), max(during),
+                ])  # fmt: skip
+            print(table(
+                ["import", "indexing", "write s", "stall p99 ms", "stall max ms",
+                 "recall p50 ms", "recall p99 ms", "recall max ms"],
+                rows,
+            ))  # fmt: skip
+
+
 def _local_row(folder: Path, size: int, dims: int, samples: int) -> dict[str, object]:
     store = QdrantStore(
         QdrantClient(path=str(folder / "qdrant"), force_disable_check_same_thread=True), local=True
@@ -193,8 +268,17 @@ def main() -> None:
     parser.add_argument("--dims", default="384")
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--local-samples", type=int, default=20)
+    parser.add_argument(
+        "--bulk", action="store_true",
+        help="only the stall of a bulk import: writer-paced indexing vs background only",
+    )  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=3, help="--bulk: interleaved rounds")
     args = parser.parse_args()
     print(describe())
+    if args.bulk:
+        sizes = [int(s) for s in args.sizes.split(",")]
+        bulk_main(sizes, [int(d) for d in args.dims.split(",")], args.rounds)
+        return
     rows = []
     stalls = []
     for size in [int(s) for s in args.sizes.split(",")]:

@@ -16,7 +16,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -71,6 +71,16 @@ NO_RECORDS: list[edge.Record] = []
 NO_PAGE: tuple[list[edge.Record], Any] = ([], None)
 # How often the background optimizer looks at shards written since its last run.
 OPTIMIZE_EVERY_SECONDS = 2.0
+# A bulk write (an import, a migration, the BM25 backfill) goes in slices of at most half a
+# segment, and the writer itself optimizes as soon as a segment's worth is unindexed: one
+# optimize then indexes one segment, never the many a background run would find after a fast
+# import (a 10k import indexed in one run held the GIL for seconds; BENCHMARKS.md §13).
+SLICE_KB = INDEXING_KB // 2
+
+
+def slice_points(dims: int) -> int:
+    """Points per write slice: half a segment of vectors, within the store's upsert batch."""
+    return max(1, min(UPSERT_BATCH, SLICE_KB * 1024 // (4 * max(dims, 1))))
 
 
 def optimizers() -> edge.EdgeOptimizersConfig:
@@ -87,13 +97,18 @@ class Shard:
     handle: edge.EdgeShard
     lock: threading.RLock = field(default_factory=threading.RLock)
     dirty: bool = False
+    unindexed_kb: float = 0.0  # vectors written since the last optimize
 
 
 class EdgeStore(Store):
     """Collections as Qdrant Edge shards in one folder, for one process."""
 
-    def __init__(self, root: Path, *, optimize_in_background: bool = True) -> None:
+    def __init__(
+        self, root: Path, *, optimize_in_background: bool = True, optimize_by_writer: bool = True
+    ) -> None:
         self.root = root
+        # False only for bench/recall_embedded.py's baseline: the background optimizer alone
+        self._optimize_by_writer = optimize_by_writer
         self.root.mkdir(parents=True, exist_ok=True)
         # Edge does not guard its files against a second process: this lock does, for as long
         # as the store is open (released by the kernel if the process dies)
@@ -174,13 +189,23 @@ class EdgeStore(Store):
         with shard.lock:
             return call(shard.handle)
 
-    def _write(self, name: str, operation: edge.UpdateOperation) -> None:
+    def _write(self, name: str, operation: edge.UpdateOperation, *, kb: float = 0.0) -> None:
+        """One update; `kb` of vectors written (moved, for an update of an indexed point) are
+        counted, and a segment's worth is indexed at once by this writer."""
         shard = self._shard(name)
         if shard is None:
             raise CollectionMissing(f"collection {name!r} does not exist")
         with shard.lock:
             shard.handle.update(operation)
             shard.dirty = True
+            shard.unindexed_kb += kb
+            if self._optimize_by_writer and shard.unindexed_kb >= INDEXING_KB:
+                took = self._optimize_held(shard)
+                log.debug("Qdrant Edge indexed a segment of %s in %.0f ms", name, took * 1000)
+
+    def _dims(self, name: str) -> int:
+        size = self._metadata(name).get("dimensions")
+        return size if isinstance(size, int) and size > 0 else 1
 
     def _metadata(self, name: str) -> dict[str, Any]:
         try:
@@ -287,10 +312,12 @@ class EdgeStore(Store):
     # --- points ----------------------------------------------------------------------------
 
     def upsert(self, name: str, points: Sequence[PointToWrite]) -> None:
-        for start in range(0, len(points), UPSERT_BATCH):
-            batch = points[start : start + UPSERT_BATCH]
+        dims = len(points[0].vector) if points else 1
+        step = slice_points(dims)
+        for start in range(0, len(points), step):
+            batch = points[start : start + step]
             structs = [edge.Point(p.id, _vectors(p.vector, p.terms), p.payload) for p in batch]
-            self._write(name, edge.UpdateOperation.upsert_points(structs))
+            self._write(name, edge.UpdateOperation.upsert_points(structs), kb=_kb(batch, dims))
 
     def query(
         self,
@@ -449,8 +476,10 @@ class EdgeStore(Store):
         if not vectors:
             return
         lacking = edge.Filter(must_not=[edge.HasVectorCondition(VECTOR_NAME)])
+        # an updated point leaves its indexed segment with its dense vector: count that
+        kb = _kb(vectors, self._dims(name))
         try:
-            self._write(name, edge.UpdateOperation.update_vectors(vectors, lacking))
+            self._write(name, edge.UpdateOperation.update_vectors(vectors, lacking), kb=kb)
         except Exception as exc:
             # as on a server: the others are written, a deleted point stays deleted
             if "No point with id" not in str(exc):
@@ -491,12 +520,12 @@ class EdgeStore(Store):
                 return
 
     def write_points(self, name: str, points: Sequence[StoredPoint]) -> None:
-        for start in range(0, len(points), UPSERT_BATCH):
-            structs = [
-                edge.Point(qdrant_id(p.id), _stored_vectors(p), p.payload)
-                for p in points[start : start + UPSERT_BATCH]
-            ]
-            self._write(name, edge.UpdateOperation.upsert_points(structs))
+        dims = self._dims(name)
+        step = slice_points(dims)
+        for start in range(0, len(points), step):
+            batch = points[start : start + step]
+            structs = [edge.Point(qdrant_id(p.id), _stored_vectors(p), p.payload) for p in batch]
+            self._write(name, edge.UpdateOperation.upsert_points(structs), kb=_kb(batch, dims))
 
     # --- indexing ------------------------------------------------------------------------------
 
@@ -506,10 +535,15 @@ class EdgeStore(Store):
         shard = self._shard(name)
         if shard is None:
             return 0.0
-        started = time.perf_counter()
         with shard.lock:
-            shard.dirty = False
-            shard.handle.optimize()
+            return self._optimize_held(shard)
+
+    @staticmethod
+    def _optimize_held(shard: Shard) -> float:
+        started = time.perf_counter()
+        shard.dirty = False
+        shard.unindexed_kb = 0.0
+        shard.handle.optimize()
         return time.perf_counter() - started
 
     def optimize_written(self) -> None:
@@ -536,6 +570,10 @@ class EdgeStore(Store):
         for shard in shards:
             with shard.lock:
                 shard.handle.flush()
+
+
+def _kb(points: Sized, dims: int) -> float:
+    return len(points) * dims * 4 / 1024
 
 
 def _valid(name: str) -> bool:

@@ -18,7 +18,7 @@ from shared.bm25 import document_terms, query_terms
 from shared.errors import CollectionMissing, DimensionMismatch, ModelMismatch
 from shared.filters import Filter, HasIds, IsEmpty, Match, MatchAny, Range
 from shared.store import PAYLOAD_INDEXES, PointToWrite, Store, StoredPoint
-from shared.store_edge import EdgeStore
+from shared.store_edge import INDEXING_KB, EdgeStore
 from tests.support.stores import KINDS, open_store
 
 NAME = "mem_suite"
@@ -224,3 +224,33 @@ def test_a_name_no_collection_can_have_reads_as_missing(store: Store) -> None:
     name = "mem_" + "b" * 1020  # an agent name over the limit, as /health may be asked about
     assert store.collection(name) is None
     assert store.count(name) == 0
+
+
+@pytest.mark.parametrize("by_writer", [True, False])
+def test_an_edge_bulk_write_is_indexed_a_segment_at_a_time_by_its_writer(
+    tmp_path: Path, by_writer: bool
+) -> None:
+    """Edge's optimize holds the GIL for its whole run and indexes everything pending: a bulk
+    write (an import of thousands of points) left to the background optimizer made one run of
+    many segments, seconds in which serve answered nothing. The writer indexes each segment's
+    worth as it goes, so no more than about one segment is ever left for a single run."""
+    dims = 384
+    per_segment = INDEXING_KB * 1024 // (4 * dims)
+    store = EdgeStore(tmp_path / "edge", optimize_in_background=False, optimize_by_writer=by_writer)
+    try:
+        store.ensure_collection(NAME, size=dims, model=MODEL)
+        points = [
+            StoredPoint(pid(i), {"text": f"chunk {i}"}, [1.0] + [(i % 97) / 97] * (dims - 1), None)
+            for i in range(4 * per_segment + 10)
+        ]
+        store.write_points(NAME, points)
+        handle = store._shards[NAME].handle
+        info = handle.info()
+        assert info.points_count == len(points)
+        if by_writer:
+            assert info.segments_count >= 4 and info.indexed_vectors_count >= 3 * per_segment
+            assert store._shards[NAME].unindexed_kb < INDEXING_KB
+        else:  # the baseline: everything waits for one long run
+            assert info.indexed_vectors_count == 0
+    finally:
+        store.close()
