@@ -91,6 +91,13 @@ class UpstreamUnavailable(MemoryPoolError):
         self.retry_after = retry_after
 
 
+class StoreRefused(MemoryPoolError):
+    """The vector store refused a write for what it holds (a vector of the wrong size, a bad
+    id or payload): the same write is refused again, so it is not retried."""
+
+    code = "store_refused"
+
+
 class InputRejected(MemoryPoolError):
     """The embedding provider refused one input for good (a 400 about that input)."""
 

@@ -25,7 +25,7 @@ import qdrant_edge as edge
 
 from shared.bm25 import VECTOR_NAME, Terms
 from shared.edge_filters import to_edge
-from shared.errors import CollectionMissing, DimensionMismatch
+from shared.errors import CollectionMissing, DimensionMismatch, StoreRefused
 from shared.fields import TIMESTAMP
 from shared.filters import Filter, HasIds
 from shared.format import RecallHit
@@ -69,6 +69,15 @@ MAX_SEGMENT_KB = 1_000
 NO_HITS: list[edge.ScoredPoint] = []
 NO_RECORDS: list[edge.Record] = []
 NO_PAGE: tuple[list[edge.Record], Any] = ([], None)
+# Edge's errors for the content of a write (its OperationError texts, as a server answers them
+# with 400 "Wrong input: ..."): the same write is refused again.
+EDGE_REFUSALS = (
+    "Wrong input",
+    "Vector dimension error",
+    "Not existing vector name",
+    "Payload type does not match",
+    "Validation",
+)
 # How often the background optimizer looks at shards written since its last run.
 OPTIMIZE_EVERY_SECONDS = 2.0
 # A bulk write (an import, a migration, the BM25 backfill) goes in slices of at most half a
@@ -196,7 +205,14 @@ class EdgeStore(Store):
         if shard is None:
             raise CollectionMissing(f"collection {name!r} does not exist")
         with shard.lock:
-            shard.handle.update(operation)
+            try:
+                shard.handle.update(operation)
+            except ValueError as exc:  # an id or value Edge cannot parse
+                raise StoreRefused(f"Qdrant Edge refused the write: {exc}") from exc
+            except Exception as exc:  # Edge raises bare Exceptions: told apart by their text
+                if str(exc).startswith(EDGE_REFUSALS):
+                    raise StoreRefused(f"Qdrant Edge refused the write: {exc}") from exc
+                raise
             shard.dirty = True
             shard.unindexed_kb += kb
             if self._optimize_by_writer and shard.unindexed_kb >= INDEXING_KB:

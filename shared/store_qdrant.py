@@ -3,6 +3,7 @@ st-qdrant-memory shares), and local mode, kept only as a test stand-in for a ser
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -16,7 +17,7 @@ from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from shared.bm25 import VECTOR_NAME, Terms
-from shared.errors import CollectionMissing, DimensionMismatch, UpstreamUnavailable
+from shared.errors import CollectionMissing, DimensionMismatch, StoreRefused, UpstreamUnavailable
 from shared.fields import TIMESTAMP
 from shared.filters import Filter, HasIds
 from shared.format import RecallHit
@@ -57,6 +58,8 @@ log = logging.getLogger(__name__)
 # backfill's worker) may add it back meanwhile, and a writer that never looked again would
 # write every chunk without terms until restarted.
 BM25_RECHECK_SECONDS = 30.0
+# Statuses with which Qdrant refuses a write for what it holds (a name, a point, a size).
+CONTENT_REFUSALS = frozenset({400, 413, 422})
 
 T = TypeVar("T")
 
@@ -240,7 +243,7 @@ class QdrantStore(Store):
                 if is_missing(e, name):
                     raise CollectionMissing(f"collection {name!r} does not exist") from e
                 if not (sparse and VECTOR_NAME in str(e)):
-                    raise
+                    raise _refused(e) from e
                 # made again without it (by st-qdrant-memory?): dense now, the vector next time
                 log.warning("collection %s lost its BM25 vector; writing dense only", name)
                 self._learn_bm25(name, False)
@@ -603,3 +606,18 @@ def _vectors_of(point: StoredPoint, *, sparse: bool) -> Any:
         indices, values = point.sparse
         vectors[VECTOR_NAME] = models.SparseVector(indices=list(indices), values=list(values))
     return vectors
+
+
+def _refused(error: Exception) -> Exception:
+    """Qdrant's refusal of the content of a write (400/413/422) as the store's StoreRefused;
+    anything else (a 5xx, a refused key) as it is."""
+    if isinstance(error, UnexpectedResponse) and error.status_code in CONTENT_REFUSALS:
+        return StoreRefused(f"Qdrant refused the write ({error.status_code}): {_message(error)}")
+    return error
+
+
+def _message(error: UnexpectedResponse) -> str:
+    try:
+        return str(json.loads(error.content)["status"]["error"])
+    except (ValueError, KeyError, TypeError):
+        return error.content.decode("utf-8", "replace")[:500]

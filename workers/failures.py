@@ -21,6 +21,7 @@ from shared.errors import (
     InvalidAgentName,
     InvalidInput,
     ModelMismatch,
+    StoreRefused,
     UnknownAgent,
     UpstreamUnavailable,
 )
@@ -70,7 +71,7 @@ def _action(error: BaseException) -> Action:
         return Action.RETRY
     if isinstance(error, DimensionMismatch | ModelMismatch | UnknownAgent):
         return Action.HOLD
-    if isinstance(error, InvalidAgentName | InvalidInput | InputRejected):
+    if isinstance(error, InvalidAgentName | InvalidInput | InputRejected | StoreRefused):
         return Action.QUARANTINE
     if isinstance(error, UnexpectedResponse) and error.status_code in QDRANT_KEY_REFUSALS:
         return Action.RETRY

@@ -15,11 +15,12 @@ import pytest
 
 from shared import bm25_store
 from shared.bm25 import document_terms, query_terms
-from shared.errors import CollectionMissing, DimensionMismatch, ModelMismatch
+from shared.errors import CollectionMissing, DimensionMismatch, ModelMismatch, StoreRefused
 from shared.filters import Filter, HasIds, IsEmpty, Match, MatchAny, Range
 from shared.store import PAYLOAD_INDEXES, PointToWrite, Store, StoredPoint
 from shared.store_edge import INDEXING_KB, EdgeStore
 from tests.support.stores import KINDS, open_store
+from workers.failures import Action, judge
 
 NAME = "mem_suite"
 DIM = 4
@@ -254,3 +255,15 @@ def test_an_edge_bulk_write_is_indexed_a_segment_at_a_time_by_its_writer(
             assert info.indexed_vectors_count == 0
     finally:
         store.close()
+
+
+def test_a_write_the_store_refuses_for_its_content_is_told_apart(store: Store) -> None:
+    """A vector of the wrong size reaching the store (the collection check passed, the point
+    is broken) is refused for good: the flush quarantines it at once instead of retrying it
+    twice as an unforeseen error (Edge raised a bare Exception)."""
+    store.ensure_collection(NAME, size=DIM, model=MODEL)
+    broken = PointToWrite(pid(1), [1.0, 0.0, 0.0], {"text": "three numbers"}, None)
+    with pytest.raises(StoreRefused, match="dimension"):
+        store.upsert(NAME, [broken])
+    assert store.count(NAME) == 0
+    assert judge(StoreRefused("x")).action is Action.QUARANTINE
