@@ -469,7 +469,7 @@ def copy_pool(
                 f"{in_target} on {to_url}: {verdict}"
             )
         if not results:
-            raise CommandFailed("the data folder holds no agent's collection: nothing copied")
+            raise CommandFailed("the data folder holds no collection: nothing copied")
         if mismatched:
             raise CommandFailed(
                 "the target holds another number of points than the data folder (points it "

@@ -24,6 +24,7 @@ from memory_pool.embedded_redis import EmbeddedRedis, EmbeddedRedisError
 from shared import keys
 from shared.agents import Agents
 from shared.embedder import Embedder
+from shared.naming import COLLECTION_BASE
 from shared.pool_format import BadExport, End, Tombstone, read_header, read_record
 from shared.pool_transfer import Moved, check_end, export_lines, import_lines
 from shared.redis_marks import RedisMarks, unwritten_messages
@@ -278,13 +279,17 @@ def copy_pool(
 
 
 def known_collections(pool: OpenPool, agents: Agents) -> list[tuple[str, str]]:
-    """The collections memory-pool has written (named in Redis) or that the agents file lists,
-    that exist in the store; sorted."""
+    """Every collection of the store, each with its agent's name: as memory-pool recorded it
+    in Redis, else as the agents file lists it, else the collection's own name without `mem_`
+    (a collection nothing names: an import into `--collection`, a migrated folder); sorted."""
     raw: dict[bytes, bytes] = pool.redis.hgetall(keys.NAMES)  # type: ignore[assignment]
     names = {k.decode(): v.decode() for k, v in raw.items()}
     for agent in agents.listed:
         names.setdefault(agent.collection_name, agent.name)
-    return sorted((c, n) for c, n in names.items() if pool.store.collection(c) is not None)
+    return sorted(
+        (c, names.get(c) or c.removeprefix(f"{COLLECTION_BASE}_"))
+        for c in pool.store.collection_names()
+    )
 
 
 def _client(url: str, api_key: str | None) -> httpx.Client:

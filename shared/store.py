@@ -126,6 +126,10 @@ class Store(StoreBrowsing, ABC):
     def collection(self, name: str) -> CollectionState | None: ...
 
     @abstractmethod
+    def collection_names(self) -> list[str]:
+        """Every collection the store holds, whoever made it; sorted."""
+
+    @abstractmethod
     def ensure_collection(self, name: str, *, size: int, model: str) -> CollectionState:
         """Creates the collection, or checks an existing one and records our model on it; the
         BM25 sparse vector and the payload indexes are added where missing."""

@@ -175,6 +175,15 @@ class EdgeStore(Store):
             raise ValueError(f"collection name {name[:80]!r} cannot be a folder name")
         return self.root / name
 
+    def collection_names(self) -> list[str]:
+        """The shard folders of the data folder (a folder left empty by a failed create is
+        none)."""
+        return sorted(
+            path.name
+            for path in self.root.iterdir()
+            if path.is_dir() and _valid(path.name) and any(path.iterdir())
+        )
+
     def _meta_path(self, name: str) -> Path:
         return self.root / f"{name}.json"
 

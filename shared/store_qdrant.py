@@ -133,6 +133,10 @@ class QdrantStore(Store):
         info = self._read(name, lambda client: client.get_collection(name), missing=None)
         return None if info is None else collection_state(name, info)
 
+    def collection_names(self) -> list[str]:
+        with self._io() as client:
+            return sorted(c.name for c in client.get_collections().collections)
+
     def ensure_collection(self, name: str, *, size: int, model: str) -> CollectionState:
         """Creates the collection, or checks an existing one and records our model on it; then
         adds the BM25 sparse vector where it is missing (a server that refuses: dense only)."""

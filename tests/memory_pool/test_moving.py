@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +17,11 @@ import redis
 
 from shared import keys
 from shared.agents import AgentConfig, Agents
+from shared.store import PointToWrite
+from shared.store_edge import EdgeStore
 from tests.memory_pool.test_serve import ROOT, Served, serve_env, serving
 from tests.stack import running_stack, stack_settings
-from tests.support.embedding_server import EmbeddingServer
+from tests.support.embedding_server import EmbeddingServer, embed_text
 from tests.support.qdrant_server import QdrantTestServer
 
 COLLECTION = "mem_mythos"
@@ -173,3 +176,32 @@ def test_import_of_a_bad_file_says_why(
                  str(tmp_path / "d"), ok=False)  # fmt: skip
     assert result.returncode == 1
     assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+
+
+def test_copy_without_an_agent_takes_every_collection_of_the_folder(
+    tmp_path: Path, embeddings: EmbeddingServer, redis_url: str
+) -> None:
+    """A collection nothing names (no agent in the agents file, no name in Redis: an import
+    into `--collection`, or a folder migrated from the previous version) is memory too: a copy
+    of the whole folder took only the named ones and left it behind without a word."""
+    data = tmp_path / "data"
+    store = EdgeStore(data / "edge", optimize_in_background=False)
+    try:
+        store.ensure_collection("mem_lyra", size=embeddings.dims, model="text-embedding-3-small")
+        text = "Alex: the lighthouse at dawn"
+        store.upsert("mem_lyra", [
+            PointToWrite(str(uuid.UUID(int=n + 1)), embed_text(f"{text} {n}", embeddings.dims),
+                         {"text": f"{text} {n}", "messageIds": f"st-{n}", "isChunk": True}, None)
+            for n in range(3)
+        ])  # fmt: skip
+    finally:
+        store.close()
+    env = serve_env(embeddings)
+    with QdrantTestServer(tmp_path / "q") as qdrant:
+        copied = cli(
+            env, "copy", "--from-data-dir", str(data), "--to-url", qdrant.url,
+            "--to-redis-url", redis_url,
+        )  # fmt: skip
+        assert f"mem_lyra: 3 points in the data folder, 3 on {qdrant.url}: counts match" in (
+            copied.stdout
+        ), copied.stdout

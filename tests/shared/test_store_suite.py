@@ -267,3 +267,11 @@ def test_a_write_the_store_refuses_for_its_content_is_told_apart(store: Store) -
         store.upsert(NAME, [broken])
     assert store.count(NAME) == 0
     assert judge(StoreRefused("x")).action is Action.QUARANTINE
+
+
+def test_collection_names_lists_every_collection(store: Store) -> None:
+    assert NAME not in store.collection_names()
+    store.ensure_collection(NAME, size=DIM, model=MODEL)
+    store.ensure_collection("mem_other", size=DIM, model=MODEL)
+    names = store.collection_names()
+    assert {NAME, "mem_other"} <= set(names) and names == sorted(names)
