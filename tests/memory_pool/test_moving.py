@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import redis
 
+from memory_pool.pool_commands import PART_BYTES
 from shared import keys
 from shared.agents import AgentConfig, Agents
 from shared.store import PointToWrite
@@ -205,3 +206,34 @@ def test_copy_without_an_agent_takes_every_collection_of_the_folder(
         assert f"mem_lyra: 3 points in the data folder, 3 on {qdrant.url}: counts match" in (
             copied.stdout
         ), copied.stdout
+
+
+def test_an_export_over_4_mib_is_imported_over_http_in_parts(
+    tmp_path: Path, embeddings: EmbeddingServer
+) -> None:
+    """The command sends a large export to a running serve in parts of at most 4 MiB (a body
+    limit is 8 MiB), each with the header; every point arrives once and the counts add up."""
+    env = serve_env(embeddings)
+    first, second = tmp_path / "first", tmp_path / "second"
+    points = 4_000
+    store = EdgeStore(first / "edge", optimize_in_background=False)
+    try:
+        store.ensure_collection(COLLECTION, size=embeddings.dims, model="text-embedding-3-small")
+        filler = "the lighthouse keeper counted whales all night long " * 40  # ~2 KB
+        unit = [1.0] + [0.0] * (embeddings.dims - 1)
+        store.upsert(COLLECTION, [
+            PointToWrite(str(uuid.UUID(int=n + 1)), unit,
+                         {"text": f"Alex: {n} {filler}", "messageIdList": [f"m{n}"]}, None)
+            for n in range(points)
+        ])  # fmt: skip
+    finally:
+        store.close()
+    export = tmp_path / "pool.jsonl"
+    cli(env, "export", "--agent", "mythos", "--data-dir", str(first), "--out", str(export))
+    assert export.stat().st_size > 2 * PART_BYTES  # three parts at least
+    with serving(second, env, tmp_path / "second.log") as served:
+        url = str(served.http.base_url)
+        imported = cli(env, "import", "points", str(export), "--agent", "mythos", "--url", url)
+        assert f"collection {COLLECTION}: {points} points" in imported.stdout, imported.stdout
+        assert served.http.get("/agents/mythos/stats").json()["points"] == points
+        assert served.interrupt() == 0
