@@ -1,5 +1,6 @@
-"""The BM25 side of the store on both paths: conditional term writes that never resurrect a
-deleted point nor overwrite a flush's terms, the language re-backfill, and an older server."""
+"""The BM25 side of the store on both stores (Qdrant Edge and a server): conditional term writes
+that never resurrect a deleted point nor overwrite a flush's terms, the language re-backfill;
+st-qdrant-memory's collections and an older server, which exist on a server only."""
 
 from __future__ import annotations
 
@@ -15,13 +16,15 @@ from api.hybrid_recall import LexicalCollections
 from api.recall import QueryCache, RecallRequest, recall
 from shared import bm25_store, keys
 from shared.agents import AgentConfig
-from shared.bm25 import VECTOR_NAME, document_terms, encoding_of, query_terms
+from shared.bm25 import document_terms, encoding_of, query_terms
 from shared.hybrid_store import hybrid_possible
 from shared.recall_query import RecallFilters
 from shared.store import CollectionState, PointToWrite, Store
+from shared.store_edge import EdgeStore
 from shared.store_qdrant import QdrantStore
 from tests.support.qdrant_server import QdrantTestServer
 from tests.support.redis_server import RedisServer
+from tests.support.stores import KINDS, open_store
 from workers.backfill import backfill
 from workers.collections import CollectionGuard
 
@@ -49,40 +52,41 @@ def st_points(n: int) -> list[PointToWrite]:
     ]
 
 
-@pytest.fixture(params=["local", "server"])
+@pytest.fixture(params=KINDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "local":
-        s = QdrantStore(QdrantClient(":memory:"), local=True)
-        yield s
-        s.close()
-        return
-    with QdrantTestServer(tmp_path / "q") as server:
-        s = QdrantStore(
-            QdrantClient(url=server.url, prefer_grpc=False, timeout=5, check_compatibility=False),
-            local=False,
-        )
-        yield s
-        s.close()
+    with open_store(request.param, tmp_path) as opened:
+        yield opened
+
+
+# st-qdrant-memory's own collections exist on a Qdrant server only (it cannot open serve's
+# embedded folder): these tests run on the server alone.
+ON_A_SERVER = pytest.mark.parametrize("store", ["server"], indirect=True)
 
 
 def st_collection(store: Store, n: int) -> list[PointToWrite]:
-    """st-qdrant-memory's collection: one unnamed vector, no metadata, then adopted by us."""
-    store.read(
-        NAME,
-        lambda c: c.create_collection(NAME, models.VectorParams(size=DIM, distance="Cosine")),
-        missing=None,
-    )
+    """Points without BM25 terms. On a server, st-qdrant-memory's collection: one unnamed
+    vector, no metadata, then adopted by us; on Edge, points memory-pool holds without terms
+    (an export imported without them, a folder migrated from the previous version)."""
+    if isinstance(store, QdrantStore):
+        store.read(
+            NAME,
+            lambda c: c.create_collection(NAME, models.VectorParams(size=DIM, distance="Cosine")),
+            missing=None,
+        )
+    else:
+        assert isinstance(store, EdgeStore)
+        store.create(NAME, size=DIM, model=None)
     points = st_points(n)
     store.upsert(NAME, points)
     return points
 
 
-def terms_of(store: Store, pid: str) -> models.SparseVector | None:
-    (point,) = store.read(NAME, lambda c: c.retrieve(NAME, [pid], with_vectors=True), missing=[])
-    vectors = point.vector if isinstance(point.vector, dict) else {}
-    return vectors.get(VECTOR_NAME)
+def terms_of(store: Store, pid: str) -> tuple[list[int], list[float]] | None:
+    [point] = [p for p in store.iter_points(NAME) if p.id == pid]
+    return point.sparse
 
 
+@ON_A_SERVER
 def test_an_st_collection_gets_bm25_added_and_keeps_what_st_reads(store: Store) -> None:
     points = st_collection(store, 3)
     store.ensure_collection(NAME, size=DIM, model=MODEL)
@@ -113,7 +117,7 @@ def test_terms_never_resurrect_a_deleted_point_nor_overwrite_a_flush(store: Stor
 
     assert store.count(NAME) == 3  # still deleted
     flushed = terms_of(store, points[1].id)
-    assert flushed is not None and list(flushed.indices) == list(document_terms("zebra").indices)
+    assert flushed is not None and flushed[0] == list(document_terms("zebra").indices)
     for point in points[2:]:
         assert terms_of(store, point.id) is not None
     assert bm25_store.lacking_terms(store, NAME) == 0
@@ -207,6 +211,7 @@ def test_the_query_terms_are_cached_beside_the_embedding_per_language() -> None:
     assert (other is not first and set(other.indices) != set(first.indices)) or other == first
 
 
+@ON_A_SERVER
 def test_a_collection_that_lost_its_bm25_vector_is_recalled_dense(store: Store) -> None:
     """The API believed (cached) the collection had BM25; it was made again without it."""
     st_collection(store, 6)
