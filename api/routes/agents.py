@@ -8,10 +8,8 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.concurrency import run_in_threadpool
 
-from api.deletes import DeleteScope, delete
 from api.deps import AgentDep, RuntimeDep
 from api.health import lexical_state
-from api.known_ids import known_ids
 from api.schemas import (
     AGENT_ACCESS,
     QuarantinedConversation,
@@ -21,6 +19,8 @@ from api.schemas import (
 )
 from shared import keys
 from shared.agents import AgentConfig
+from shared.deletes import DeleteScope, delete
+from shared.known_ids import known_ids
 from shared.runtime import Runtime
 
 router = APIRouter(prefix="/agents/{bot}")

@@ -10,7 +10,6 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request
 from starlette.concurrency import run_in_threadpool
 
-from api.deletes import DeleteScope, delete, preview
 from api.deps import AgentDep, RuntimeDep
 from api.memory_schemas import (
     BROWSE_ERRORS,
@@ -27,6 +26,7 @@ from api.routes.agents import DeleteRequest, DeleteResponse
 from api.schemas import EpochMs, FilterId, SourceFilter, error_docs
 from api.visible_agents import visible_agents
 from shared.agents import AgentConfig
+from shared.deletes import DeleteScope, delete, preview
 from shared.errors import PointNotFound
 from shared.format import utc_date
 from shared.memory_query import Cursor, MemoryFilters, memory_filter, normal_point_id

@@ -557,7 +557,7 @@ def run_until_quiet(world: World) -> None:
 
 
 def delete_message(world: World, message_id: str) -> None:
-    from api.deletes import DeleteScope, delete
+    from shared.deletes import DeleteScope, delete
 
     delete(world.runtime, world.agent("mythos"), DeleteScope(message_id=message_id))
 

@@ -1,4 +1,8 @@
-"""Deletes within one agent: by source, conversation, message id or user, in Redis and Qdrant."""
+"""The one delete service: what a delete within one agent (by source, conversation, message
+id, user or point) does in Redis and in the store, in order. It owns the tombstones (a deleted
+id is never stored again), the generation bump (through BufferDeletes: an in-flight flush
+takes its points back), the removal of a deleted message's chunk-mates, and the pause of
+dead-letter replays (the shared lock of shared/redis_lock.py). Routes make one call."""
 
 from __future__ import annotations
 
@@ -10,7 +14,6 @@ from dataclasses import dataclass
 
 import redis
 
-from api.known_ids import LACKING_ID_LIST
 from shared import keys
 from shared.agents import AgentConfig
 from shared.buffer_deletes import BufferDeletes, BufferScope, Removed
@@ -19,6 +22,7 @@ from shared.dead_letters import DeadLetter
 from shared.errors import UpstreamUnavailable
 from shared.fields import CHANNEL_ID, CONVERSATION_ID, MESSAGE_ID_LIST, SOURCE, USER_ID_LIST
 from shared.filters import Filter, HasIds, Match
+from shared.known_ids import LACKING_ID_LIST
 from shared.recall_rules import message_ids_of
 from shared.redis_lock import held
 from shared.runtime import Runtime
