@@ -13,6 +13,14 @@ from shared.messages import Message
 IMPORT_IDLE_SECONDS = 3600.0
 
 
+def idle_seconds(agent_idle_seconds: float, *, idle_timer: bool) -> float:
+    """How long a conversation's open chunk waits for more before it is written: the agent's
+    idle time, or for an import (no idle timer of its own) the safety net above. The one home
+    of this rule: /save stores it as the due time (the scripts read that number), a flush
+    plans with it."""
+    return agent_idle_seconds if idle_timer else IMPORT_IDLE_SECONDS
+
+
 @dataclass(frozen=True, slots=True)
 class ChunkWrite:
     """One chunk to embed and upsert; an open one stays in the buffer to grow."""

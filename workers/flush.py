@@ -29,7 +29,7 @@ from shared.errors import (
     ModelMismatch,
     UpstreamUnavailable,
 )
-from shared.flush_plan import IMPORT_IDLE_SECONDS, ChunkWrite, FlushPlan, plan_flush
+from shared.flush_plan import ChunkWrite, FlushPlan, idle_seconds, plan_flush
 from shared.format import ChunkContext, chunk_payload, chunk_text
 from shared.naming import point_id
 from shared.quarantine import Quarantine
@@ -102,9 +102,7 @@ def _forced(meta: dict[str, str]) -> int:
 
 
 def idle_seconds_of(agent: AgentConfig, meta: dict[str, str]) -> float:
-    """Imports have no idle timer of their own: their final flush writes the last chunk, and
-    an hour's safety net writes it for an import that died before that."""
-    return agent.idle_flush_seconds if ConversationMeta.of(meta).idle_timer else IMPORT_IDLE_SECONDS
+    return idle_seconds(agent.idle_flush_seconds, idle_timer=ConversationMeta.of(meta).idle_timer)
 
 
 def _prepare(state: ConversationState, deps: FlushDeps, report: FlushReport) -> _Work | None:

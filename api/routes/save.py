@@ -12,7 +12,7 @@ from api.schemas import AGENT_ACCESS, SaveRequest, SaveResponse, error_docs
 from shared import log_context
 from shared.buffers import AgentRef, ConversationSettings
 from shared.errors import AgentBlocked
-from shared.flush_plan import IMPORT_IDLE_SECONDS
+from shared.flush_plan import idle_seconds
 from shared.ids import shown
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ async def save(body: SaveRequest, request: Request, runtime: RuntimeDep) -> Save
     conv = ConversationSettings(
         min_chars=agent.chunk_min_chars,
         gap_seconds=agent.chunk_gap_seconds,
-        idle_seconds=IMPORT_IDLE_SECONDS if body.batch_import else agent.idle_flush_seconds,
+        idle_seconds=idle_seconds(agent.idle_flush_seconds, idle_timer=not body.batch_import),
         idle_timer=not body.batch_import,
     )
     who = AgentRef(name=agent.name, collection=agent.collection_name)

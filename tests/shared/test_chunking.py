@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -168,7 +169,7 @@ def test_chunker_properties(specs: list[tuple[str, int, str]], cuts: list[int]) 
 
 # --- the flush plan --------------------------------------------------------------------
 
-from shared.flush_plan import plan_flush  # noqa: E402
+from shared.flush_plan import IMPORT_IDLE_SECONDS, idle_seconds, plan_flush  # noqa: E402
 
 
 def test_a_flush_that_writes_nothing_keeps_what_the_stored_point_covers() -> None:
@@ -187,3 +188,13 @@ def test_a_backlog_is_flushed_a_slice_at_a_time() -> None:
                       force=True, max_closed=2)  # fmt: skip
     assert [[m.id for m in w.messages] for w in plan.writes] == [["0", "1"], ["2", "3"]]
     assert (plan.consumed, plan.open_count, plan.written_after) == (4, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("agent_idle", "idle_timer", "expected"),
+    [(60.0, True, 60.0), (0.5, True, 0.5), (60.0, False, IMPORT_IDLE_SECONDS)],
+)
+def test_an_import_waits_for_its_final_flush_not_for_the_agents_idle_time(
+    agent_idle: float, idle_timer: bool, expected: float
+) -> None:
+    assert idle_seconds(agent_idle, idle_timer=idle_timer) == expected
