@@ -17,6 +17,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from shared import keys
+from shared.redis_scripts import SOURCES
 from shared.redis_text import as_text
 
 log = logging.getLogger(__name__)
@@ -31,23 +32,7 @@ CONVERSATIONS_PER_CALL = 200
 # messages, how many of them are stored (the open chunk's `written`), and the timestamp of the
 # first message not stored yet (-1 if none, or if the conversation is an import: its messages
 # carry the chat's own old dates, not a sign of falling behind).
-_READ_BUFFERS = """
-local out = {}
-for i = 3, #ARGV do
-  local buf = ARGV[1] .. ARGV[i]
-  local n = redis.call('LLEN', buf)
-  local meta = redis.call('HMGET', ARGV[2] .. ARGV[i], 'written', 'noidle')
-  local written = tonumber(meta[1] or '0') or 0
-  local ts = -1
-  if n > written and meta[2] ~= '1' then
-    local ok, message = pcall(cjson.decode, redis.call('LINDEX', buf, written) or '')
-    if ok and type(message) == 'table' and tonumber(message.ts) then ts = tonumber(message.ts) end
-  end
-  table.insert(out, string.format('%d %d %d', n, written, ts))
-end
--- One string: parsing thousands of integer replies was most of the scrape's Python time.
-return table.concat(out, ' ')
-"""
+_READ_BUFFERS = SOURCES["backlog_read"]
 
 
 @dataclass

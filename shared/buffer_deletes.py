@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import redis
 
 from shared import keys
+from shared.redis_scripts import SOURCES
 
 # (conversation, message id) of a removed buffered message; the id is None for a record no
 # flush could read (it has no id to tombstone, but it is removed all the same).
@@ -18,58 +19,7 @@ Removed = tuple[str, str | None]
 # a flush already in flight sees the change before it commits (and takes its points back).
 # A match inside the open chunk that is already written drops that whole chunk, as its point
 # is deleted with it: "every chunk that holds it".
-_FORGET = """
-local mode, member, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local wanted = {}
-for i = 4, #ARGV do wanted[ARGV[i]] = true end
-local items = redis.call('LRANGE', KEYS[2], 0, -1)
-local written = tonumber(redis.call('HGET', KEYS[1], 'written') or '0')
--- A record no flush can read (not JSON, not an object: written by older code) must not stop
--- the delete that is the fix of its quarantined conversation: it matches only 'all'.
-local function record(raw)
-  local ok, m = pcall(cjson.decode, raw)
-  if ok and type(m) == 'table' then return m end
-  return {}
-end
-local function matches(raw)
-  if mode == 'all' then return true end
-  local m = record(raw)
-  if mode == 'ids' then return m['i'] ~= nil and wanted[m['i']] == true end
-  return m['u'] ~= nil and wanted[m['u']] == true
-end
-local hits, drop_written = {}, false
-for idx, raw in ipairs(items) do
-  hits[idx] = matches(raw)
-  if hits[idx] and idx <= written then drop_written = true end
-end
-local removed, kept, chars = {}, {}, 0
-for idx, raw in ipairs(items) do
-  if hits[idx] or (drop_written and idx <= written) then
-    table.insert(removed, raw)
-  else
-    table.insert(kept, raw)
-    chars = chars + (tonumber(record(raw)['z']) or 0)
-  end
-end
-if #removed == 0 then return {} end
-redis.call('DEL', KEYS[2])
-for _, raw in ipairs(kept) do redis.call('RPUSH', KEYS[2], raw) end
-redis.call('HINCRBY', KEYS[1], 'gen', 1)
-redis.call('HSET', KEYS[1], 'chars', chars)
--- The open chunk's stored point (if any) no longer matches the buffer: rewrite it.
-redis.call('HSET', KEYS[1], 'written', 0)
--- A delete may be the fix of a quarantined conversation (its bad message gone): it leaves
--- the quarantine and is tried again; still failing, it returns there.
-if redis.call('ZREM', KEYS[4], member) == 1 then
-  redis.call('HDEL', KEYS[1], 'quarantined', 'quarantined_at', 'failures', 'attempts', 'retry_at')
-end
-if #kept == 0 then
-  redis.call('ZREM', KEYS[3], member)
-else
-  redis.call('ZADD', KEYS[3], now, member)
-end
-return removed
-"""
+_FORGET = SOURCES["forget"]
 
 
 @dataclass(frozen=True, slots=True)

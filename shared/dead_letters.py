@@ -11,14 +11,9 @@ from typing import Any
 import redis
 
 from shared import keys
+from shared.redis_scripts import SOURCES
 
-_MOVE = """
-if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
-  redis.call('RPUSH', KEYS[2], ARGV[1])
-  return 1
-end
-return 0
-"""
+_MOVE = SOURCES["dead_letter_move"]
 
 
 @dataclass(frozen=True, slots=True)

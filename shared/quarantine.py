@@ -18,55 +18,18 @@ import redis
 from shared import keys
 from shared.buffers import Claim
 from shared.conversations import collection_of, source_of
+from shared.redis_scripts import SOURCES
 from shared.redis_text import as_text
 
 # 1 retried later, 2 quarantined, 0 the lease was lost (another worker has it: nothing changed),
 # 3 a delete changed it while it failed (maybe removing the culprit): tried again now, uncounted
-_FAIL = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-local now, member = tonumber(ARGV[2]), ARGV[3]
-if ARGV[7] ~= '' and (redis.call('HGET', KEYS[2], 'gen') or '0') ~= ARGV[7] then
-  redis.call('ZADD', KEYS[3], now, member)
-  redis.call('DEL', KEYS[1])
-  return 3
-end
-local failures = redis.call('HINCRBY', KEYS[2], 'failures', 1)
-if failures >= tonumber(ARGV[5]) then
-  redis.call('HSET', KEYS[2], 'quarantined', ARGV[4], 'quarantined_at', now)
-  redis.call('ZADD', KEYS[4], now, member)
-  redis.call('ZREM', KEYS[3], member)
-  redis.call('DEL', KEYS[1])
-  return 2
-end
-local due_at = now + tonumber(ARGV[6])
-redis.call('ZADD', KEYS[3], due_at, member)
-redis.call('HINCRBY', KEYS[2], 'attempts', 1)
-redis.call('HSET', KEYS[2], 'retry_at', due_at)
-redis.call('DEL', KEYS[1])
-return 1
-"""
+_FAIL = SOURCES["quarantine_fail"]
 
 # Released conversations are due at once; what still fails returns to the quarantine.
-_RELEASE = """
-local now, n = tonumber(ARGV[1]), 0
-for i = 3, #ARGV do
-  local member = ARGV[i]
-  if redis.call('ZREM', KEYS[1], member) == 1 then
-    redis.call('HDEL', ARGV[2] .. member, 'quarantined', 'quarantined_at', 'failures',
-               'attempts', 'retry_at')
-    redis.call('ZADD', KEYS[2], now, member)
-    n = n + 1
-  end
-end
-return n
-"""
+_RELEASE = SOURCES["quarantine_release"]
 
 # Leaving the quarantine without a flush: its messages were discarded by an operator.
-_DROP = """
-if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
-redis.call('HDEL', KEYS[2], 'quarantined', 'quarantined_at', 'failures', 'attempts', 'retry_at')
-return 1
-"""
+_DROP = SOURCES["quarantine_drop"]
 
 RETRIED, QUARANTINED, LOST, CHANGED = 1, 2, 0, 3
 

@@ -9,12 +9,11 @@ from contextlib import contextmanager
 
 import redis
 
+from shared.redis_scripts import SOURCES
+
 # Compare and delete in one step: a holder whose lock expired and was taken by another process
 # must not delete the other's lock (a GET then DEL could, between the two calls).
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
+_RELEASE = SOURCES["lock_release"]
 
 
 @contextmanager

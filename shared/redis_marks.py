@@ -12,6 +12,7 @@ import redis
 
 from shared import keys
 from shared.pool_format import DedupeMark, Tombstone
+from shared.redis_scripts import SOURCES
 
 SCAN_BATCH = 500
 SCRATCH_SECONDS = 6 * 3600  # a crashed export leaves its scratch set for this long at most
@@ -19,25 +20,7 @@ TOMBSTONE = "deleted"  # the value shared/buffer_deletes.py writes
 
 # A tombstone always wins; a mark is written where none is, or gets the later expiry of the
 # two. ARGV: now (ms), then per key: value, expiry (Unix ms). Redis 6.0 commands only.
-_RESTORE = """
-local now = tonumber(ARGV[1])
-for i, key in ipairs(KEYS) do
-  local value, expires = ARGV[2 * i], tonumber(ARGV[2 * i + 1])
-  if expires < 0 then
-    redis.call('SET', key, value)
-  else
-    local left, wanted = redis.call('PTTL', key), expires - now
-    if wanted > 0 then
-      if left == -2 then
-        redis.call('SET', key, value, 'PX', wanted)
-      elseif left >= 0 and left < wanted then
-        redis.call('PEXPIRE', key, wanted)
-      end
-    end
-  end
-end
-return #KEYS
-"""
+_RESTORE = SOURCES["marks_restore"]
 
 
 def _decode(value: bytes | str) -> str:

@@ -1,15 +1,24 @@
-"""The write path's Lua scripts, one file each, read once when this package is imported.
+"""memory-pool's Lua scripts, one file each, read once when this package is imported.
 
-Each script heads its file with the KEYS and ARGV it takes and what it returns. Arguments travel by
-name: ARGV[1] is one JSON table (cjson-decoded by the script); stored message JSON that must stay
-byte for byte follows as further ARGV, referenced from that table.
+Each script heads its file with the KEYS and ARGV it takes and what it returns. The write path's
+scripts take their arguments by name: ARGV[1] is one JSON table (cjson-decoded by the script);
+stored message JSON that must stay byte for byte follows as further ARGV, referenced from that
+table. The small ones (a lock's release, a dead letter's move) take a few ARGV, each named in
+their heading.
 """
 
 from __future__ import annotations
 
 from importlib import resources
 
-_NAMES = ("save", "claim", "begin", "renew", "commit", "settle", "release", "force")
+_NAMES = (
+    # the write path
+    "save", "claim", "begin", "renew", "commit", "settle", "release", "force",
+    # deletes, quarantine, dead letters, locks, moving, upgrades, the backlog gauges
+    "dead_letter_move", "quarantine_fail", "quarantine_release", "quarantine_drop",
+    "lock_release", "forget", "upgrade_move_seen", "upgrade_move_conversation",
+    "marks_restore", "backlog_read",
+)  # fmt: skip
 
 SOURCES: dict[str, str] = {
     name: resources.files(__name__).joinpath(f"{name}.lua").read_text(encoding="utf-8")
