@@ -187,7 +187,6 @@ class Buffers:
         self.redis = client
         self.dedupe_ttl = dedupe_ttl_seconds
         self.lease_ms = int(lease_seconds * 1000)
-        self._save = client.register_script(SOURCES["save"])
         self._claim = client.register_script(SOURCES["claim"])
         self._begin = client.register_script(SOURCES["begin"])
         self._renew = client.register_script(SOURCES["renew"])
@@ -195,18 +194,6 @@ class Buffers:
         self._release = client.register_script(SOURCES["release"])
         self._settle = client.register_script(SOURCES["settle"])
         self._force = client.register_script(SOURCES["force"])
-
-    # --- /save -------------------------------------------------------------------------
-    def save(
-        self, agent: AgentRef, incoming: Sequence[IncomingMessage], conv: ConversationSettings
-    ) -> SaveCounts:
-        """Buffer the messages not seen before, in one atomic step for the whole request."""
-        script_keys, args = save_call(agent, incoming, conv, self.dedupe_ttl)
-        try:
-            result = self._save(keys=script_keys, args=args)
-        except redis.RedisError as exc:
-            raise UpstreamUnavailable(f"Redis is unavailable: {exc}") from exc
-        return save_counts(result)
 
     # --- the scheduler -----------------------------------------------------------------
     def claim_due(self, limit: int) -> list[Claim]:

@@ -23,6 +23,7 @@ from shared.buffers import (
 )
 from shared.conversations import ConversationRef
 from shared.messages import Message
+from tests.support.buffer_save import buffer_save
 from tests.support.redis_dump import load_dump
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "redis_v2_positional.json"
@@ -62,7 +63,7 @@ def test_old_dedupe_markers_and_tombstones_hold_for_new_saves(r: redis.Redis) ->
         Message("gone1", "deleted before", now, "Alex"),
         Message("a3", "new", now, "A"),
     ]
-    counts = buffers.save(AGENT, [IncomingMessage(C1, m) for m in sent], QUIET)
+    counts = buffer_save(buffers, AGENT, [IncomingMessage(C1, m) for m in sent], QUIET)
     assert (counts.accepted, counts.duplicates) == (1, 4)
     assert r.ttl(keys.seen(C1.collection, C1.source, "gone1")) == -1  # still a tombstone
     assert [json.loads(x)["i"] for x in r.lrange(keys.buffer(C1.key), 0, -1)] == [
@@ -82,6 +83,6 @@ def test_an_old_back_off_is_kept_by_new_saves(r: redis.Redis) -> None:
     r.zadd(keys.DUE, {C2.key: retry_at})
     buffers = Buffers(r, dedupe_ttl_seconds=86400, lease_seconds=600)
     closing = ConversationSettings(min_chars=1, gap_seconds=86400, idle_seconds=1)
-    buffers.save(AGENT, [IncomingMessage(C2, Message("b9", "x", int(time.time() * 1000), "S"))],
-                 closing)  # fmt: skip
+    late = Message("b9", "x", int(time.time() * 1000), "S")
+    buffer_save(buffers, AGENT, [IncomingMessage(C2, late)], closing)
     assert r.zscore(keys.DUE, C2.key) == int(r.hget(keys.meta(C2.key), "retry_at") or 0)

@@ -24,6 +24,7 @@ from shared.conversations import ConversationRef
 from shared.errors import AgentBlocked
 from shared.messages import Message
 from shared.redis_scripts import SOURCES
+from tests.support.buffer_save import buffer_save
 
 REF = ConversationRef(collection="mem_polaris", source="discord", channel_id="c1")
 AGENT = AgentRef("Polaris", REF.collection)
@@ -66,7 +67,9 @@ def test_save_schedules_the_flush(
     r: redis.Redis, buffers: Buffers, conv: ConversationSettings, sent: list, due: str
 ) -> None:
     before = now_ms()
-    counts = buffers.save(AGENT, incoming(*(msg(i, before - ago, t) for i, ago, t in sent)), conv)
+    counts = buffer_save(
+        buffers, AGENT, incoming(*(msg(i, before - ago, t) for i, ago, t in sent)), conv
+    )
     assert (counts.accepted, counts.duplicates) == (len(sent), 0)
     score = r.zscore(keys.DUE, REF.key)
     assert score is not None
@@ -84,7 +87,9 @@ def test_save_schedules_the_flush(
 def test_a_backing_off_conversation_keeps_its_retry_time(r: redis.Redis, buffers: Buffers) -> None:
     retry_at = now_ms() + 3_600_000
     r.hset(keys.meta(REF.key), "retry_at", retry_at)
-    buffers.save(AGENT, incoming(msg("a", now_ms(), "x" * 20)), ConversationSettings(10, 5, 1))
+    buffer_save(
+        buffers, AGENT, incoming(msg("a", now_ms(), "x" * 20)), ConversationSettings(10, 5, 1)
+    )
     assert r.zscore(keys.DUE, REF.key) == retry_at
 
 
@@ -92,7 +97,7 @@ def test_a_quarantined_conversation_buffers_but_is_not_scheduled(
     r: redis.Redis, buffers: Buffers
 ) -> None:
     r.zadd(keys.QUARANTINE, {REF.key: 1})
-    assert buffers.save(AGENT, incoming(msg("a", now_ms())), QUIET).accepted == 1
+    assert buffer_save(buffers, AGENT, incoming(msg("a", now_ms())), QUIET).accepted == 1
     assert r.zscore(keys.DUE, REF.key) is None and r.llen(keys.buffer(REF.key)) == 1
 
 
@@ -101,10 +106,10 @@ def test_dedupe_stores_once_and_a_resend_refreshes_the_ttl(
     r: redis.Redis, buffers: Buffers
 ) -> None:
     sent = incoming(msg("a", 1_000), msg("b", 2_000))
-    first = buffers.save(AGENT, sent, QUIET)
+    first = buffer_save(buffers, AGENT, sent, QUIET)
     seen = keys.seen(REF.collection, REF.source, "a")
     r.expire(seen, 5)
-    again = buffers.save(AGENT, sent, QUIET)
+    again = buffer_save(buffers, AGENT, sent, QUIET)
     assert (first.accepted, first.duplicates, again.accepted, again.duplicates) == (2, 0, 0, 2)
     assert r.ttl(seen) > 5  # re-sent: remembered for the full TTL again
     stored = [json.loads(raw) for raw in r.lrange(keys.buffer(REF.key), 0, -1)]
@@ -118,7 +123,7 @@ def test_a_tombstoned_id_never_returns_and_stays_tombstoned(
 ) -> None:
     seen = keys.seen(REF.collection, REF.source, "gone")
     r.set(seen, "deleted")  # a tombstone: no expiry
-    counts = buffers.save(AGENT, incoming(msg("gone", 1_000)), QUIET)
+    counts = buffer_save(buffers, AGENT, incoming(msg("gone", 1_000)), QUIET)
     assert (counts.accepted, counts.duplicates) == (0, 1)
     assert r.ttl(seen) == -1 and not r.exists(keys.buffer(REF.key))
 
@@ -126,7 +131,7 @@ def test_a_tombstoned_id_never_returns_and_stays_tombstoned(
 def test_a_held_agent_is_refused_and_nothing_changes(r: redis.Redis, buffers: Buffers) -> None:
     r.set(keys.blocked(REF.collection), "held for review")
     with pytest.raises(AgentBlocked, match="held for review"):
-        buffers.save(AGENT, incoming(msg("a", 1_000)), QUIET)
+        buffer_save(buffers, AGENT, incoming(msg("a", 1_000)), QUIET)
     assert sorted(r.keys("*")) == [keys.blocked(REF.collection)]
 
 
@@ -149,7 +154,7 @@ def test_save_lua_takes_its_arguments_by_name(r: redis.Redis) -> None:
 
 # --- claim / begin / renew / commit / settle / release: leases and generations ----------------
 def due_conversation(r: redis.Redis, buffers: Buffers, n: int = 2) -> None:
-    buffers.save(AGENT, incoming(*(msg(f"m{i}", 1_000 + i) for i in range(n))), QUIET)
+    buffer_save(buffers, AGENT, incoming(*(msg(f"m{i}", 1_000 + i) for i in range(n))), QUIET)
     r.zadd(keys.DUE, {REF.key: 0})
 
 
@@ -272,8 +277,8 @@ def test_newlines_unicode_and_odd_ids_are_stored_byte_for_byte(
 ) -> None:
     odd = [Message("a:b%c", "line one\nline two\r\n", 1_000, "Zoë"),
            Message("ид", "🎉 \u2028 and \\n", 2_000, "B", user_id="u1", is_self=True)]  # fmt: skip
-    assert buffers.save(AGENT, incoming(*odd), QUIET).accepted == 2
+    assert buffer_save(buffers, AGENT, incoming(*odd), QUIET).accepted == 2
     assert r.lrange(keys.buffer(REF.key), 0, -1) == [m.to_json() for m in odd]
     assert r.exists(*(keys.seen(REF.collection, REF.source, m.id) for m in odd)) == 2
     assert r.hget(keys.meta(REF.key), "chars") == str(sum(m.size for m in odd))
-    assert buffers.save(AGENT, incoming(*odd), QUIET).duplicates == 2
+    assert buffer_save(buffers, AGENT, incoming(*odd), QUIET).duplicates == 2

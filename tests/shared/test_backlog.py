@@ -12,6 +12,7 @@ from shared.backlog import read_backlog
 from shared.buffers import AgentRef, Buffers, ConversationSettings, IncomingMessage
 from shared.conversations import ConversationRef
 from shared.messages import Message
+from tests.support.buffer_save import buffer_save
 
 IDLE = ConversationSettings(min_chars=100_000, gap_seconds=3600, idle_seconds=3600)
 IMPORT = ConversationSettings(100_000, 3600, 3600, idle_timer=False)
@@ -26,7 +27,7 @@ def buffer(client: redis.Redis, agent: str, channel: str, ages: list[float],
         IncomingMessage(ref, Message(f"{channel}-{i}", "hello", now - int(age * 1000), "A"))
         for i, age in enumerate(ages)
     ]
-    buffers.save(AgentRef(agent, ref.collection), incoming, conv)
+    buffer_save(buffers, AgentRef(agent, ref.collection), incoming, conv)
 
 
 @pytest.fixture

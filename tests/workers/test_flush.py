@@ -27,6 +27,7 @@ from shared.store_edge import EdgeStore
 from tests.conftest import EMBEDDING_DIMS
 from tests.factories import BASE_TS
 from tests.stack import stack_settings
+from tests.support.buffer_save import buffer_save
 from tests.support.embedding_server import EmbeddingServer, embed_text
 from workers.collections import CollectionGuard
 from workers.flush import BLOCKED_RETRY_SECONDS, FlushDeps, FlushReport, flush
@@ -66,7 +67,7 @@ class World:
         )
         incoming = [IncomingMessage(ref, m, guild_id="g1") for m in messages]
         who = AgentRef(config.name, config.collection_name)
-        counts = self.runtime.buffers.save(who, incoming, conv)
+        counts = buffer_save(self.runtime.buffers, who, incoming, conv)
         assert counts.accepted == len(messages)
         return ref.key
 
@@ -641,7 +642,7 @@ def test_an_import_conversation_is_not_flushed_again_and_again(world: World) -> 
         idle_seconds=3600, idle_timer=False,
     )  # fmt: skip
     first = [IncomingMessage(ref, message("i1", "hello", 1))]
-    world.runtime.buffers.save(AgentRef("mythos", "mem_mythos"), first, conv_settings)
+    buffer_save(world.runtime.buffers, AgentRef("mythos", "mem_mythos"), first, conv_settings)
     world.make_due()
     flush(world.runtime.buffers.claim_due(10), world.deps)  # nothing to write yet
     time.sleep(IDLE * 2)  # past the agent's idle timer, which imports do not have

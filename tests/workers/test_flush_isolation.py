@@ -36,6 +36,7 @@ from shared.store_qdrant import QdrantStore
 from tests.conftest import EMBEDDING_DIMS
 from tests.legacy import BASE_TS, MICROSECONDS_TS, SOURCE, buffer_legacy, record
 from tests.stack import stack_settings
+from tests.support.buffer_save import buffer_save
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.qdrant_server import QdrantTestServer
 from workers.collections import CollectionGuard
@@ -69,7 +70,7 @@ class World:
         ]
         conv = ConversationSettings(min_chars=500, gap_seconds=3600, idle_seconds=600)
         who = AgentRef(agent.name, agent.collection_name)
-        self.runtime.buffers.save(who, [IncomingMessage(ref, m) for m in messages], conv)
+        buffer_save(self.runtime.buffers, who, [IncomingMessage(ref, m) for m in messages], conv)
         self.runtime.buffers.force_flush(agent.collection_name)
         return ref.key
 
