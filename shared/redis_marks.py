@@ -13,6 +13,7 @@ import redis
 from shared import keys
 from shared.pool_format import DedupeMark, Tombstone
 from shared.redis_scripts import SOURCES
+from shared.redis_text import as_text
 
 SCAN_BATCH = 500
 SCRATCH_SECONDS = 6 * 3600  # a crashed export leaves its scratch set for this long at most
@@ -21,10 +22,6 @@ TOMBSTONE = "deleted"  # the value shared/buffer_deletes.py writes
 # A tombstone always wins; a mark is written where none is, or gets the later expiry of the
 # two. ARGV: now (ms), then per key: value, expiry (Unix ms). Redis 6.0 commands only.
 _RESTORE = SOURCES["marks_restore"]
-
-
-def _decode(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def _parse(prefix: str, key: str) -> tuple[str, str] | None:
@@ -51,7 +48,7 @@ class MarkSnapshot:
         try:
             while True:
                 page = [
-                    _decode(k)
+                    as_text(k)
                     for k in self.redis.zrangebylex(self.scratch, start, "+", 0, SCAN_BATCH)
                 ]
                 if not page:
@@ -80,7 +77,7 @@ class MarkSnapshot:
                 yield Tombstone(source, message_id)
             else:
                 # whole seconds, rounded: the same second on every export of one mark
-                yield DedupeMark(source, message_id, round((now_ms + left) / 1000), _decode(value))
+                yield DedupeMark(source, message_id, round((now_ms + left) / 1000), as_text(value))
 
 
 class RedisMarks:
@@ -100,7 +97,7 @@ class RedisMarks:
             cursor, found = self.redis.scan(cursor, match=f"{prefix}*", count=SCAN_BATCH)
             if found:
                 pipe = self.redis.pipeline(transaction=False)
-                pipe.zadd(scratch, {_decode(key): 0 for key in found})
+                pipe.zadd(scratch, {as_text(key): 0 for key in found})
                 pipe.expire(scratch, SCRATCH_SECONDS)
                 for key in found:
                     pipe.pttl(key)
@@ -138,7 +135,7 @@ def unwritten_messages(
     written counts as stored), outside the conversations in `skip`: what moving the pool now
     would leave behind."""
     members = client.smembers(keys.conversations(collection))
-    conversations = [c for c in (_decode(m) for m in members) if c not in skip]
+    conversations = [c for c in (as_text(m) for m in members) if c not in skip]
     pipe = client.pipeline(transaction=False)
     for conversation in conversations:
         pipe.llen(keys.buffer(conversation))

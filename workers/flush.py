@@ -21,6 +21,7 @@ from shared.backoff import compute_backoff
 from shared.bm25 import document_terms
 from shared.buffers import Buffers, Claim, Commit, CommitOutcome, ConversationState, LeaseCheck
 from shared.conversation_meta import ConversationMeta, Field
+from shared.dead_letters import DeadLetter
 from shared.embedder import Embedder
 from shared.errors import (
     CollectionMissing,
@@ -158,19 +159,15 @@ def _retry(deps: FlushDeps, work: _Work, error: Exception, report: FlushReport) 
 
 
 def _dead_letter(work: _Work, write: ChunkWrite, reason: str) -> str:
-    payload = chunk_payload(write.messages, work.context)
-    return json.dumps(
-        {
-            "agent": work.agent.name,
-            "collection": work.collection,
-            "conversation": work.state.claim.conversation,
-            "point_id": point_id(work.collection, work.context.source, write.messages[0].id),
-            "payload": payload,
-            "reason": reason,
-            "at": int(time.time() * 1000),
-        },
-        ensure_ascii=False,
-    )
+    return DeadLetter(
+        agent=work.agent.name,
+        collection=work.collection,
+        conversation=work.state.claim.conversation,
+        point_id=point_id(work.collection, work.context.source, write.messages[0].id),
+        payload=chunk_payload(write.messages, work.context),
+        reason=reason,
+        at=int(time.time() * 1000),
+    ).to_json()
 
 
 def _attach_vectors(work: list[_Work], vectors: Sequence[list[float] | InputRejected]) -> None:
