@@ -16,7 +16,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Iterator, Sequence, Sized
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -58,13 +58,18 @@ SCHEMAS = {"keyword": edge.PayloadSchemaType.Keyword, "integer": edge.PayloadSch
 # Qdrant's default RRF constant, as the server uses for `{"fusion": "rrf"}`.
 RRF_K = 60
 SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,254}")
-# Edge builds HNSW only in optimize(), which holds the GIL for its whole run (qdrant-edge-py
-# 0.9.0): a segment is indexed once it holds INDEXING_KB of vectors and never grows past
-# MAX_SEGMENT_KB, so each run indexes one small segment and the process stalls briefly
-# (BENCHMARKS.md, "Qdrant Edge"). Both in KB of vector data.
-# About 650 points of 384 dimensions: ~0.4 s of HNSW build (bench/recall_embedded.py).
-INDEXING_KB = 1_000
-MAX_SEGMENT_KB = 1_000
+# Edge indexes only in optimize(), which holds the GIL for its whole run (qdrant-edge-py
+# 0.9.0), so every other thread of serve (a /save, a /retrieve) waits meanwhile. Its cost is
+# per point, mostly the payload indexes (BENCHMARKS.md §13: ~0.3 s for 650 points at 384 or
+# 3,072 dimensions), so a segment holds SEGMENT_POINTS points whatever the vector size: each
+# run indexes one such segment, well under half a second. Not fewer: every segment maps
+# ~150 files and a process may map 65,530 (vm.max_map_count), i.e. ~400 segments for all of
+# serve's collections (~250,000 chunks; more need a Qdrant server or a higher limit).
+SEGMENT_POINTS = 650
+# No HNSW graph: a segment this small is under Qdrant's full-scan threshold (10 MB of
+# vectors), where the search is a plain scan whether a graph exists or not; building one cost
+# a fifth of each optimize for nothing.
+HNSW = edge.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000)
 # What a missing collection reads as (never mutated)
 NO_HITS: list[edge.ScoredPoint] = []
 NO_RECORDS: list[edge.Record] = []
@@ -84,18 +89,17 @@ OPTIMIZE_EVERY_SECONDS = 2.0
 # segment, and the writer itself optimizes as soon as a segment's worth is unindexed: one
 # optimize then indexes one segment, never the many a background run would find after a fast
 # import (a 10k import indexed in one run held the GIL for seconds; BENCHMARKS.md §13).
-SLICE_KB = INDEXING_KB // 2
+SLICE_POINTS = min(UPSERT_BATCH, SEGMENT_POINTS // 2)
 
 
-def slice_points(dims: int) -> int:
-    """Points per write slice: half a segment of vectors, within the store's upsert batch."""
-    return max(1, min(UPSERT_BATCH, SLICE_KB * 1024 // (4 * max(dims, 1))))
+def segment_kb(dims: int) -> int:
+    """SEGMENT_POINTS of `dims`-dimensional vectors in KB, as Edge's thresholds count."""
+    return max(1, SEGMENT_POINTS * 4 * dims // 1024)
 
 
-def optimizers() -> edge.EdgeOptimizersConfig:
-    return edge.EdgeOptimizersConfig(
-        indexing_threshold=INDEXING_KB, max_segment_size=MAX_SEGMENT_KB
-    )
+def optimizers(dims: int) -> edge.EdgeOptimizersConfig:
+    size = segment_kb(dims)
+    return edge.EdgeOptimizersConfig(indexing_threshold=size, max_segment_size=size)
 
 
 @dataclass
@@ -106,7 +110,7 @@ class Shard:
     handle: edge.EdgeShard
     lock: threading.RLock = field(default_factory=threading.RLock)
     dirty: bool = False
-    unindexed_kb: float = 0.0  # vectors written since the last optimize
+    unindexed: int = 0  # points written (or moved by an update) since the last optimize
 
 
 class EdgeStore(Store):
@@ -207,9 +211,9 @@ class EdgeStore(Store):
         with shard.lock:
             return call(shard.handle)
 
-    def _write(self, name: str, operation: edge.UpdateOperation, *, kb: float = 0.0) -> None:
-        """One update; `kb` of vectors written (moved, for an update of an indexed point) are
-        counted, and a segment's worth is indexed at once by this writer."""
+    def _write(self, name: str, operation: edge.UpdateOperation, *, points: int = 0) -> None:
+        """One update; the `points` it writes (or moves out of an indexed segment: an update)
+        are counted, and a segment's worth is indexed at once by this writer."""
         shard = self._shard(name)
         if shard is None:
             raise CollectionMissing(f"collection {name!r} does not exist")
@@ -223,14 +227,10 @@ class EdgeStore(Store):
                     raise StoreRefused(f"Qdrant Edge refused the write: {exc}") from exc
                 raise
             shard.dirty = True
-            shard.unindexed_kb += kb
-            if self._optimize_by_writer and shard.unindexed_kb >= INDEXING_KB:
+            shard.unindexed += points
+            if self._optimize_by_writer and shard.unindexed >= SEGMENT_POINTS:
                 took = self._optimize_held(shard)
                 log.debug("Qdrant Edge indexed a segment of %s in %.0f ms", name, took * 1000)
-
-    def _dims(self, name: str) -> int:
-        size = self._metadata(name).get("dimensions")
-        return size if isinstance(size, int) and size > 0 else 1
 
     def _metadata(self, name: str) -> dict[str, Any]:
         try:
@@ -313,7 +313,8 @@ class EdgeStore(Store):
         config = edge.EdgeConfig(
             vectors=edge.EdgeVectorParams(size=size, distance=edge.Distance.Cosine),
             sparse_vectors={VECTOR_NAME: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
-            optimizers=optimizers(),
+            hnsw_config=HNSW,
+            optimizers=optimizers(size),
         )
         # the metadata first: a shard is never seen without its size
         self._record(name, dimensions=size, **({"embedding_model": model} if model else {}))
@@ -337,12 +338,10 @@ class EdgeStore(Store):
     # --- points ----------------------------------------------------------------------------
 
     def upsert(self, name: str, points: Sequence[PointToWrite]) -> None:
-        dims = len(points[0].vector) if points else 1
-        step = slice_points(dims)
-        for start in range(0, len(points), step):
-            batch = points[start : start + step]
+        for start in range(0, len(points), SLICE_POINTS):
+            batch = points[start : start + SLICE_POINTS]
             structs = [edge.Point(p.id, _vectors(p.vector, p.terms), p.payload) for p in batch]
-            self._write(name, edge.UpdateOperation.upsert_points(structs), kb=_kb(batch, dims))
+            self._write(name, edge.UpdateOperation.upsert_points(structs), points=len(batch))
 
     def query(
         self,
@@ -501,10 +500,11 @@ class EdgeStore(Store):
         if not vectors:
             return
         lacking = edge.Filter(must_not=[edge.HasVectorCondition(VECTOR_NAME)])
-        # an updated point leaves its indexed segment with its dense vector: count that
-        kb = _kb(vectors, self._dims(name))
+        # an updated point leaves its indexed segment for the appendable one: count it
         try:
-            self._write(name, edge.UpdateOperation.update_vectors(vectors, lacking), kb=kb)
+            self._write(
+                name, edge.UpdateOperation.update_vectors(vectors, lacking), points=len(vectors)
+            )
         except Exception as exc:
             # as on a server: the others are written, a deleted point stays deleted
             if "No point with id" not in str(exc):
@@ -545,12 +545,10 @@ class EdgeStore(Store):
                 return
 
     def write_points(self, name: str, points: Sequence[StoredPoint]) -> None:
-        dims = self._dims(name)
-        step = slice_points(dims)
-        for start in range(0, len(points), step):
-            batch = points[start : start + step]
+        for start in range(0, len(points), SLICE_POINTS):
+            batch = points[start : start + SLICE_POINTS]
             structs = [edge.Point(qdrant_id(p.id), _stored_vectors(p), p.payload) for p in batch]
-            self._write(name, edge.UpdateOperation.upsert_points(structs), kb=_kb(batch, dims))
+            self._write(name, edge.UpdateOperation.upsert_points(structs), points=len(batch))
 
     # --- indexing ------------------------------------------------------------------------------
 
@@ -567,7 +565,7 @@ class EdgeStore(Store):
     def _optimize_held(shard: Shard) -> float:
         started = time.perf_counter()
         shard.dirty = False
-        shard.unindexed_kb = 0.0
+        shard.unindexed = 0
         shard.handle.optimize()
         return time.perf_counter() - started
 
@@ -595,10 +593,6 @@ class EdgeStore(Store):
         for shard in shards:
             with shard.lock:
                 shard.handle.flush()
-
-
-def _kb(points: Sized, dims: int) -> float:
-    return len(points) * dims * 4 / 1024
 
 
 def _valid(name: str) -> bool:

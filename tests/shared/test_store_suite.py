@@ -18,7 +18,7 @@ from shared.bm25 import document_terms, query_terms
 from shared.errors import CollectionMissing, DimensionMismatch, ModelMismatch, StoreRefused
 from shared.filters import Filter, HasIds, IsEmpty, Match, MatchAny, Range
 from shared.store import PAYLOAD_INDEXES, PointToWrite, Store, StoredPoint
-from shared.store_edge import INDEXING_KB, EdgeStore
+from shared.store_edge import SEGMENT_POINTS, EdgeStore, segment_kb
 from tests.support.stores import KINDS, open_store
 from workers.failures import Action, judge
 
@@ -236,7 +236,7 @@ def test_an_edge_bulk_write_is_indexed_a_segment_at_a_time_by_its_writer(
     many segments, seconds in which serve answered nothing. The writer indexes each segment's
     worth as it goes, so no more than about one segment is ever left for a single run."""
     dims = 384
-    per_segment = INDEXING_KB * 1024 // (4 * dims)
+    per_segment = SEGMENT_POINTS
     store = EdgeStore(tmp_path / "edge", optimize_in_background=False, optimize_by_writer=by_writer)
     try:
         store.ensure_collection(NAME, size=dims, model=MODEL)
@@ -250,7 +250,7 @@ def test_an_edge_bulk_write_is_indexed_a_segment_at_a_time_by_its_writer(
         assert info.points_count == len(points)
         if by_writer:
             assert info.segments_count >= 4 and info.indexed_vectors_count >= 3 * per_segment
-            assert store._shards[NAME].unindexed_kb < INDEXING_KB
+            assert store._shards[NAME].unindexed < SEGMENT_POINTS
         else:  # the baseline: everything waits for one long run
             assert info.indexed_vectors_count == 0
     finally:
@@ -275,3 +275,12 @@ def test_collection_names_lists_every_collection(store: Store) -> None:
     store.ensure_collection("mem_other", size=DIM, model=MODEL)
     names = store.collection_names()
     assert {NAME, "mem_other"} <= set(names) and names == sorted(names)
+
+
+@pytest.mark.parametrize("dims", [4, 384, 1536, 3072])
+def test_an_edge_segment_holds_the_same_points_whatever_the_vector_size(dims: int) -> None:
+    """An optimize's cost is per point (the payload indexes), and a process can map ~400
+    segments in all: sized in KB of vectors, a 3,072-dimension collection was cut into 83-point
+    segments and 50k chunks of it ran out of memory maps ("Cannot allocate memory")."""
+    points = segment_kb(dims) * 1024 // (4 * dims)
+    assert abs(points - SEGMENT_POINTS) <= SEGMENT_POINTS // 50  # KB rounding
