@@ -31,6 +31,8 @@ class Field(enum.StrEnum):
     ATTEMPTS = "attempts"  # failed flush attempts (back-off)
     RETRY_AT = "retry_at"  # ms before which a save must not make it due again
     FAILURES = "failures"  # failures counted towards quarantine
+    QUARANTINED = "quarantined"  # the reason it is quarantined (absent: it is not)
+    QUARANTINED_AT = "quarantined_at"  # ms
 
 
 @dataclass(frozen=True, slots=True)

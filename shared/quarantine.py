@@ -17,6 +17,7 @@ import redis
 
 from shared import keys
 from shared.buffers import Claim
+from shared.conversation_meta import Field
 from shared.conversations import collection_of, source_of
 from shared.redis_scripts import SOURCES
 from shared.redis_text import as_text
@@ -93,7 +94,7 @@ class Quarantine:
         members = list(members)
         pipe = self.redis.pipeline(transaction=False)
         for member, _ in members:
-            pipe.hmget(keys.meta(member), "quarantined", "failures", "agent")
+            pipe.hmget(keys.meta(member), Field.QUARANTINED, Field.FAILURES, Field.AGENT)
             pipe.llen(keys.buffer(member))
         pipe.hgetall(keys.NAMES)
         replies = pipe.execute()

@@ -11,6 +11,7 @@ from urllib.parse import unquote
 import redis
 
 from shared import keys
+from shared.conversation_meta import Field
 from shared.pool_format import DedupeMark, Tombstone
 from shared.redis_scripts import SOURCES
 from shared.redis_text import as_text
@@ -139,7 +140,7 @@ def unwritten_messages(
     pipe = client.pipeline(transaction=False)
     for conversation in conversations:
         pipe.llen(keys.buffer(conversation))
-        pipe.hget(keys.meta(conversation), "written")
+        pipe.hget(keys.meta(conversation), Field.WRITTEN)
     replies = pipe.execute()
     return sum(
         max(0, int(length) - int(written or 0))

@@ -206,7 +206,7 @@ def _move_conversations(client: redis.Redis, plan: _Plan) -> int:
         for raw in client.smembers(old_set):
             old = as_text(raw)
             old_part, _, rest = old.partition(":")
-            spelling, last = client.hmget(keys.meta(old), ["agent", "last"])
+            spelling, last = client.hmget(keys.meta(old), [Field.AGENT, Field.LAST])
             collection = plan.conversation(
                 old_part, as_text(spelling) if spelling else None, int(last or LATE)
             )
