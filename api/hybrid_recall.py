@@ -13,9 +13,9 @@ from cachetools import TTLCache
 from shared.bm25 import Terms
 from shared.filters import Filter
 from shared.format import RecallHit
-from shared.hybrid_store import FusedPoint, cosines, fused_query, local_mode_fits
+from shared.hybrid_store import FusedPoint, cosines, local_mode_fits
 from shared.recall_rules import MAX_PAGES, MIN_PAGE, HitSelector, is_excluded
-from shared.store import Store
+from shared.store import FusedQuery, Store
 
 if TYPE_CHECKING:
     from api.recall import RecallRequest
@@ -74,12 +74,10 @@ class HybridFill:
         seen: set[str] = set()
         requests = 0
         while not selector.full and requests < 2 * MAX_PAGES:
-            fused = fused_query(
-                self.store, self.collection, self.vector, self.terms,
-                prefetch=prefetch, score_threshold=self.request.score_threshold,
-                query_filter=self.query_filter,
-                lexical_threshold=self.request.lexical_threshold, fusion=self.request.fusion,
-            )  # fmt: skip
+            fused = self.store.fused_query(self.collection, FusedQuery(
+                self.vector, self.terms, prefetch, self.request.score_threshold,
+                self.query_filter, self.request.lexical_threshold, self.request.fusion,
+            ))  # fmt: skip
             new = [p for p in fused if p.id not in seen]
             seen.update(p.id for p in fused)
             requests += 1 + self._offer(selector, new)

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shared.bm25 import Terms
-from shared.filters import Filter
 from shared.store import CollectionState, FusedPoint, Fusion, LexicalUnavailable, Store
 
-__all__ = ["FusedPoint", "Fusion", "LexicalUnavailable", "cosines", "fused_query"]
+__all__ = ["FusedPoint", "Fusion", "LexicalUnavailable", "cosines"]
 
 # qdrant-client's local mode scores sparse vectors in pure Python, about 36 us per point
 # (BENCHMARKS.md section 6): above this many points a local-mode collection is recalled dense,
@@ -34,27 +32,6 @@ def hybrid_possible(state: CollectionState | None, *, local: bool) -> bool:
 def local_mode_fits(points: int, terms: int) -> bool:
     """Whether local mode scores a query of `terms` BM25 terms over `points` within budget."""
     return points * max(terms, LOCAL_MODE_BASE_TERMS) <= LOCAL_MODE_MAX_WORK
-
-
-def fused_query(
-    store: Store,
-    name: str,
-    dense: Sequence[float],
-    terms: Terms,
-    *,
-    prefetch: int,
-    score_threshold: float | None,
-    query_filter: Filter | None,
-    lexical_threshold: float,
-    fusion: Fusion,
-) -> list[FusedPoint]:
-    """Both legs' best `prefetch` points under the same filter, fused; each leg admits only
-    points at its threshold (the cosine one, the BM25 one), so a weak lexical match never
-    pushes a good dense one out."""
-    return store.fused_query(
-        name, dense, terms, prefetch=prefetch, score_threshold=score_threshold,
-        query_filter=query_filter, lexical_threshold=lexical_threshold, fusion=fusion,
-    )  # fmt: skip
 
 
 def cosines(

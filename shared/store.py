@@ -72,6 +72,21 @@ class CollectionState:
 
 
 @dataclass(frozen=True, slots=True)
+class FusedQuery:
+    """Hybrid recall's one request: both legs' best `prefetch` points under the same filter,
+    each leg admitting only points at its own threshold (the cosine one, the BM25 one, so a
+    weak lexical match never pushes a good dense one out), fused."""
+
+    dense: Sequence[float]
+    terms: Terms
+    prefetch: int
+    score_threshold: float | None
+    query_filter: Filter | None
+    lexical_threshold: float
+    fusion: Fusion
+
+
+@dataclass(frozen=True, slots=True)
 class FusedPoint:
     id: str
     fused_score: float
@@ -155,18 +170,7 @@ class Store(StoreBrowsing, ABC):
         the wrong size raises DimensionMismatch."""
 
     @abstractmethod
-    def fused_query(
-        self,
-        name: str,
-        dense: Sequence[float],
-        terms: Terms,
-        *,
-        prefetch: int,
-        score_threshold: float | None,
-        query_filter: Filter | None,
-        lexical_threshold: float,
-        fusion: Fusion,
-    ) -> list[FusedPoint]:
+    def fused_query(self, name: str, query: FusedQuery) -> list[FusedPoint]:
         """Both legs' best `prefetch` points under the same filter, fused (at most 2 x prefetch);
         raises LexicalUnavailable when the collection refuses it."""
 

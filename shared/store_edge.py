@@ -35,7 +35,7 @@ from shared.store import (
     UPSERT_BATCH,
     CollectionState,
     FusedPoint,
-    Fusion,
+    FusedQuery,
     LexicalUnavailable,
     Offset,
     PointToWrite,
@@ -373,37 +373,30 @@ class EdgeStore(Store):
             ) from e
         return [RecallHit(id=str(p.id), score=p.score, payload=p.payload or {}) for p in found]
 
-    def fused_query(
-        self,
-        name: str,
-        dense: Sequence[float],
-        terms: Terms,
-        *,
-        prefetch: int,
-        score_threshold: float | None,
-        query_filter: Filter | None,
-        lexical_threshold: float,
-        fusion: Fusion,
-    ) -> list[FusedPoint]:
-        flt = to_edge(query_filter)
-        sparse = edge.SparseVector(list(terms.indices), list(terms.values))
+    def fused_query(self, name: str, query: FusedQuery) -> list[FusedPoint]:
+        flt = to_edge(query.query_filter)
+        sparse = edge.SparseVector(list(query.terms.indices), list(query.terms.values))
         legs = [
             edge.Prefetch(
-                limit=prefetch,
-                query=edge.Query.Nearest(list(dense)),
+                limit=query.prefetch,
+                query=edge.Query.Nearest(list(query.dense)),
                 filter=flt,
-                score_threshold=score_threshold,
+                score_threshold=query.score_threshold,
             ),
             edge.Prefetch(
-                limit=prefetch,
+                limit=query.prefetch,
                 query=edge.Query.Nearest(sparse, using=VECTOR_NAME),
                 filter=flt,
-                score_threshold=lexical_threshold,
+                score_threshold=query.lexical_threshold,
             ),
         ]
-        how: Any = edge.Fusion.Dbsf() if fusion == "dbsf" else edge.Fusion.Rrf(k=RRF_K)
+        how: Any = edge.Fusion.Dbsf() if query.fusion == "dbsf" else edge.Fusion.Rrf(k=RRF_K)
         request = edge.QueryRequest(
-            limit=2 * prefetch, prefetches=legs, query=how, with_payload=True, with_vector=False
+            limit=2 * query.prefetch,
+            prefetches=legs,
+            query=how,
+            with_payload=True,
+            with_vector=False,
         )
         try:
             found = self._with(name, lambda s: s.query(request), missing=NO_HITS)

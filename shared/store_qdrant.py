@@ -27,7 +27,7 @@ from shared.store import (
     UPSERT_BATCH,
     CollectionState,
     FusedPoint,
-    Fusion,
+    FusedQuery,
     LexicalUnavailable,
     Offset,
     PointToWrite,
@@ -411,29 +411,21 @@ class QdrantStore(Store):
 
     # --- hybrid recall ---------------------------------------------------------------------
 
-    def fused_query(
-        self,
-        name: str,
-        dense: Sequence[float],
-        terms: Terms,
-        *,
-        prefetch: int,
-        score_threshold: float | None,
-        query_filter: Filter | None,
-        lexical_threshold: float,
-        fusion: Fusion,
-    ) -> list[FusedPoint]:
-        flt = to_qdrant(query_filter)
+    def fused_query(self, name: str, query: FusedQuery) -> list[FusedPoint]:
+        flt = to_qdrant(query.query_filter)
         legs = [
             models.Prefetch(
-                query=list(dense), filter=flt, limit=prefetch, score_threshold=score_threshold
+                query=list(query.dense),
+                filter=flt,
+                limit=query.prefetch,
+                score_threshold=query.score_threshold,
             ),
             models.Prefetch(
-                query=sparse_vector(terms),
+                query=sparse_vector(query.terms),
                 using=VECTOR_NAME,
                 filter=flt,
-                limit=prefetch,
-                score_threshold=lexical_threshold,
+                limit=query.prefetch,
+                score_threshold=query.lexical_threshold,
             ),
         ]
         try:
@@ -442,8 +434,8 @@ class QdrantStore(Store):
                 lambda client: client.query_points(
                     name,
                     prefetch=legs,
-                    query=models.FusionQuery(fusion=FUSIONS[fusion]),
-                    limit=2 * prefetch,
+                    query=models.FusionQuery(fusion=FUSIONS[query.fusion]),
+                    limit=2 * query.prefetch,
                     with_payload=True,
                     with_vectors=False,
                 ),

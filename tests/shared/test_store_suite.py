@@ -17,7 +17,7 @@ from shared import bm25_store
 from shared.bm25 import document_terms, query_terms
 from shared.errors import CollectionMissing, DimensionMismatch, ModelMismatch, StoreRefused
 from shared.filters import Filter, HasIds, IsEmpty, Match, MatchAny, Range
-from shared.store import PAYLOAD_INDEXES, PointToWrite, Store, StoredPoint
+from shared.store import PAYLOAD_INDEXES, FusedQuery, PointToWrite, Store, StoredPoint
 from shared.store_edge import SEGMENT_POINTS, EdgeStore, segment_kb
 from tests.support.stores import KINDS, open_store
 from workers.failures import Action, judge
@@ -143,10 +143,10 @@ def test_scroll_count_and_facets(store: Store) -> None:
 def test_fused_query_and_cosines(filled: Store) -> None:
     terms = query_terms("rivers", "english")
     for fusion in ("dbsf", "rrf"):
-        fused = filled.fused_query(
-            NAME, QUERY, terms, prefetch=4, score_threshold=None,
+        fused = filled.fused_query(NAME, FusedQuery(
+            QUERY, terms, prefetch=4, score_threshold=None,
             query_filter=None, lexical_threshold=0.0, fusion=fusion,
-        )  # fmt: skip
+        ))  # fmt: skip
         ids = [p.id for p in fused]
         assert pid(0) in ids  # the best dense
         assert any(pid(i) in ids for i in (5, 7, 9, 11))  # rivers, far down the dense order
