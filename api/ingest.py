@@ -96,6 +96,7 @@ def ingest(request: SaveRequest, agent: AgentConfig, source: str) -> Ingest:
     and refuse, one by one, the ones that cannot be stored."""
     now_ms = int(time.time() * 1000)
     rules = agent.rules
+    collection = agent.collection_name  # derived from the name: once, not per message
     incoming: list[IncomingMessage] = []
     refusals: list[Refusal] = []
     skipped = 0
@@ -109,7 +110,7 @@ def ingest(request: SaveRequest, agent: AgentConfig, source: str) -> Ingest:
             skipped += 1
             continue
         conversation = ConversationRef(
-            collection=agent.collection_name,
+            collection=collection,
             source=source,
             conversation_id=item.conversation_id,
             channel_id=item.channel_id,

@@ -30,12 +30,17 @@ def replace_surrogates(text: str) -> str:
 def clean_text(text: str) -> str:
     """Message text as stored: surrogates replaced, NUL and the other controls removed (tab,
     newline and carriage return stay)."""
+    if text.isprintable():
+        return text  # no control character and no surrogate: most messages, without a regex
     return _TEXT_CONTROL.sub("", replace_surrogates(text))
 
 
 def one_line_name(name: str) -> str:
     """A speaker name as chunk text shows it: one line, trimmed, at most MAX_NAME_CHARS."""
-    flat = _NAME_BREAKS.sub(" ", replace_surrogates(name)).strip()
+    if name.isprintable() and "  " not in name:
+        flat = name.strip()  # only single ASCII spaces inside: the regex would change nothing
+    else:
+        flat = _NAME_BREAKS.sub(" ", replace_surrogates(name)).strip()
     return flat[:MAX_NAME_CHARS].rstrip()
 
 
@@ -47,6 +52,8 @@ def shown(value: str, limit: int = SHOWN_CHARS) -> str:
 
 def id_problem(value: str, max_chars: int = MAX_ID_CHARS) -> str | None:
     """Why an id (user, channel, guild, conversation, source) cannot be stored, or None."""
+    if value.isascii() and value.isalnum() and len(value) <= max_chars:
+        return None  # snowflakes and most ids, the case of nearly every message: no regex
     if len(value) > max_chars:
         return f"is {len(value)} characters long; the limit is {max_chars}"
     if _CONTROL.search(value):
@@ -59,6 +66,8 @@ def id_problem(value: str, max_chars: int = MAX_ID_CHARS) -> str | None:
 def message_id_problem(value: str) -> str | None:
     """Why a message id cannot be stored, or None. Stored ids are comma-joined in `messageIds`
     and trimmed by st-qdrant-memory when it splits them, so neither may change an id."""
+    if value.isascii() and value.isalnum() and len(value) <= MAX_ID_CHARS:
+        return None  # a snowflake: none of the rules below can apply
     if not value:
         return "is empty"
     if "," in value:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from urllib.parse import quote
 
 PREFIX = "mp:"
@@ -24,6 +25,13 @@ def part(value: str) -> str:
     """One key component; ':' and '%' are escaped so components can never run together."""
     if value.isascii() and value.isalnum():
         return value  # snowflakes and most ids: quote() would return them unchanged, slower
+    return _quoted(value)
+
+
+@lru_cache(maxsize=4096)
+def _quoted(value: str) -> str:
+    # the same few collection, source and channel names come in every /save, for each of
+    # its messages; bounded, so a stream of unique ids only cycles it
     return quote(value, safe="")
 
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+# json.dumps builds a new encoder on every call given options; /save encodes every message of
+# every request (the re-sent ones too), so one encoder is made once. The same bytes.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
 
 @dataclass(frozen=True, slots=True)
 class Message:
@@ -31,7 +35,7 @@ class Message:
             record["u"] = self.user_id
         if self.is_self:
             record["me"] = 1
-        return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        return _ENCODE(record)
 
     @classmethod
     def from_json(cls, raw: str | bytes) -> Message:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shared.ids import (
     MAX_ID_CHARS,
+    MAX_NAME_CHARS,
     clean_text,
     id_problem,
     message_id_problem,
@@ -125,3 +130,37 @@ def test_shown_values_are_encodable_and_short() -> None:
     assert shown("x" * 100) == "x" * 64 + "…"
     shown("\udfff" * 1000).encode("utf-8")
     assert replace_surrogates("ok") == "ok"
+
+
+# The rules as first written, all regexes: the fast paths for plain ids, text and names must
+# answer exactly the same for any string.
+def _reference_id_problem(value: str, max_chars: int = MAX_ID_CHARS) -> str | None:
+    if len(value) > max_chars:
+        return f"is {len(value)} characters long; the limit is {max_chars}"
+    if re.search(r"[\x00-\x1f\x7f-\x9f]", value):
+        return "contains a control character"
+    if re.search(r"[\ud800-\udfff]", value):
+        return "contains a lone surrogate (not valid Unicode)"
+    return None
+
+
+def _reference_clean_text(text: str) -> str:
+    return re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]", "", replace_surrogates(text))
+
+
+def _reference_one_line_name(name: str) -> str:
+    flat = re.sub(r"[\s\x00-\x1f\x7f-\x9f]+", " ", replace_surrogates(name)).strip()
+    return flat[:MAX_NAME_CHARS].rstrip()
+
+
+ANY_TEXT = st.text(alphabet=st.characters(codec=None), max_size=300) | st.sampled_from(
+    ["1234567890", "a" * 257, "Ann  Lee", " Ann ", "Zoë", "x\u2028y", "\ud800", "a\tb", ""]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(ANY_TEXT)
+def test_the_fast_paths_answer_as_the_regexes_do(value: str) -> None:
+    assert id_problem(value) == _reference_id_problem(value)
+    assert clean_text(value) == _reference_clean_text(value)
+    assert one_line_name(value) == _reference_one_line_name(value)
