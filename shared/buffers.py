@@ -158,8 +158,12 @@ def save_call(
 ) -> tuple[list[str], list[str]]:
     """The save script's keys and arguments: the same for the sync and the async client."""
     by_key: dict[str, list[IncomingMessage]] = {}
+    names: dict[ConversationRef, str] = {}  # a request's messages share a few conversations
     for item in incoming:
-        by_key.setdefault(item.conversation.key, []).append(item)
+        key = names.get(item.conversation)
+        if key is None:
+            key = names[item.conversation] = item.conversation.key
+        by_key.setdefault(key, []).append(item)
     raw: list[str] = []
     groups = [_group(agent.name, key, items, conv, raw) for key, items in by_key.items()]
     plan = {"now": _now_ms(), "ttl": ttl, "collection": agent.collection, "groups": groups}
