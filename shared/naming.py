@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from collections.abc import Mapping
@@ -66,6 +67,10 @@ def _check_agent_name(agent_name: str) -> None:
         )
 
 
+# Asked several times per /save (the agent's lookup, its listing, its conversations) for the
+# same few names; bounded, so a stream of made-up names only cycles it. Refusals (raised) are
+# not kept.
+@functools.lru_cache(maxsize=4096)
 def collection_name(agent_name: str, collection: str | None = None) -> str:
     """The Qdrant collection of an agent: the configured one, else st-qdrant-memory's name.
 
