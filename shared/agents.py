@@ -136,6 +136,9 @@ class AgentsFile(BaseModel):
     agents: list[dict[str, Any]] = Field(default_factory=list)
 
 
+UNLISTED_KEPT = 1024
+
+
 class Agents:
     """Looks agents up by their request key. An agent is its collection: every spelling whose
     collection is a listed agent's is that agent (its keys, require_key and settings)."""
@@ -154,6 +157,10 @@ class Agents:
         self._by_key = {agent.name.casefold(): agent for agent in agents}
         self._by_collection = {agent.collection_name: agent for agent in agents}
         self._scopes = {key.name: self._collections_of(key) for key in self.api_keys}
+        # Unlisted agents as made from the defaults, by name: every /save asked for one
+        # (validating a new AgentConfig each time); frozen, so sharing them is safe. Bounded:
+        # made-up names only refill it.
+        self._unlisted: dict[str, AgentConfig] = {}
 
     @property
     def listed(self) -> list[AgentConfig]:
@@ -171,10 +178,17 @@ class Agents:
             return agent
         if not self.accept_unlisted:
             raise UnknownAgent(f"unknown agent {name!r}: it is not in the agents file")
+        made = self._unlisted.get(name)
+        if made is not None:
+            return made
         try:
-            return AgentConfig(name=name, **self.defaults.model_dump())
+            made = AgentConfig(name=name, **self.defaults.model_dump())
         except ValidationError as exc:
             raise InvalidAgentName(_first_message(exc)) from exc
+        if len(self._unlisted) >= UNLISTED_KEPT:
+            self._unlisted.clear()
+        self._unlisted[name] = made
+        return made
 
     def is_listed(self, agent: AgentConfig) -> bool:
         return agent.collection_name in self._by_collection
