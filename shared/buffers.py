@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pydantic_core
 import redis
 import redis.asyncio
 
@@ -120,8 +121,9 @@ class CommitOutcome(enum.Enum):
 
 
 def _args(values: dict[str, Any]) -> str:
-    """A script's named arguments: one JSON table, cjson-decoded by the script."""
-    return json.dumps(values, separators=(",", ":"), ensure_ascii=False)
+    """A script's named arguments: one JSON table, cjson-decoded by the script (written by
+    pydantic's Rust encoder: the save plan is built on every /save)."""
+    return pydantic_core.to_json(values).decode()
 
 
 def _group(
