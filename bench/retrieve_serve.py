@@ -207,6 +207,10 @@ def main() -> None:
     parser.add_argument("--local-samples", type=int, default=20)
     parser.add_argument("--baseline-commit", default=BASELINE_COMMIT)
     parser.add_argument("--no-local", action="store_true", help="Edge rows only")
+    parser.add_argument(
+        "--local-max", type=int, default=0,
+        help="local-mode rows only where chunks x dims is at most this (0: every row)",
+    )  # fmt: skip
     args = parser.parse_args()
     print(describe(), flush=True)
     rows: list[list[Any]] = []
@@ -236,7 +240,7 @@ def main() -> None:
                         ratio(pct(rec, 95), pct(own, 95)), ratio(rest, median(own)),
                     ])  # fmt: skip
                     print(table(header, rows), flush=True)
-                    if old is None:
+                    if old is None or (args.local_max and size * dims > args.local_max):
                         continue
                     data = Path(tmp) / f"local-{size}-{dims}"
                     data.mkdir()
