@@ -97,6 +97,7 @@ def ingest(request: SaveRequest, agent: AgentConfig, source: str) -> Ingest:
     now_ms = int(time.time() * 1000)
     rules = agent.rules
     collection = agent.collection_name  # derived from the name: once, not per message
+    conversations: dict[tuple[str | None, str | None], ConversationRef] = {}
     incoming: list[IncomingMessage] = []
     refusals: list[Refusal] = []
     skipped = 0
@@ -109,12 +110,15 @@ def ingest(request: SaveRequest, agent: AgentConfig, source: str) -> Ingest:
         if not is_storable(text, rules):
             skipped += 1
             continue
-        conversation = ConversationRef(
-            collection=collection,
-            source=source,
-            conversation_id=item.conversation_id,
-            channel_id=item.channel_id,
-        )
+        scope = (item.conversation_id, item.channel_id)
+        conversation = conversations.get(scope)
+        if conversation is None:  # a request's messages share one or a few conversations
+            conversation = conversations[scope] = ConversationRef(
+                collection=collection,
+                source=source,
+                conversation_id=item.conversation_id,
+                channel_id=item.channel_id,
+            )
         message = _message(item, agent, text, ts)
         incoming.append(IncomingMessage(conversation, message, guild_id=item.guild_id))
     return Ingest(incoming, skipped, refusals)
