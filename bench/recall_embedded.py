@@ -10,6 +10,7 @@ Bulk-import stall only: .venv/bin/python -m bench.recall_embedded --bulk --sizes
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import tempfile
 import threading
@@ -107,6 +108,29 @@ def _time(call: Callable[[], object], runs: int) -> list[float]:
     return took
 
 
+def _recaller(
+    store: Store,
+    queries: list[tuple[list[float], list[str]]],
+    during: list[float],
+    stop: threading.Event,
+    *,
+    pause: float,
+) -> threading.Thread:
+    """A thread recalling as /retrieve does until `stop`, each latency (ms) into `during`."""
+
+    def keep_recalling() -> None:
+        for vector, excluded in itertools.cycle(queries):
+            if stop.is_set():
+                return
+            flt = recall_filter(RecallFilters(), excluded)
+            t = time.perf_counter()
+            store.query(NAME, vector, limit=20, score_threshold=0.0, query_filter=flt)
+            during.append((time.perf_counter() - t) * 1000)
+            time.sleep(pause)
+
+    return threading.Thread(target=keep_recalling, daemon=True)
+
+
 def _edge_row(folder: Path, size: int, dims: int, samples: int) -> dict[str, object]:
     store = EdgeStore(folder / "edge", optimize_in_background=False)
     try:
@@ -143,17 +167,7 @@ def _edge_row(folder: Path, size: int, dims: int, samples: int) -> dict[str, obj
         # latency of recalls issued while a write batch and its optimize run
         during: list[float] = []
         stop = threading.Event()
-
-        def keep_recalling() -> None:
-            again = iter(queries * 1000)
-            while not stop.is_set():
-                vector, excluded = next(again)
-                flt = recall_filter(RecallFilters(), excluded)
-                t = time.perf_counter()
-                store.query(NAME, vector, limit=20, score_threshold=0.0, query_filter=flt)
-                during.append((time.perf_counter() - t) * 1000)
-
-        reader = threading.Thread(target=keep_recalling, daemon=True)
+        reader = _recaller(store, queries, during, stop, pause=0.0)
         reader.start()
         more: list[float] = []
         for start in range(size, size + 32 * BATCH, BATCH):
@@ -182,19 +196,8 @@ def _bulk_row(folder: Path, size: int, dims: int, by_writer: bool) -> dict[str, 
         queries = _queries(dims, size, 50)
         during: list[float] = []
         stop = threading.Event()
-
-        def keep_recalling() -> None:
-            again = iter(queries * 100_000)
-            while not stop.is_set():
-                vector, excluded = next(again)
-                flt = recall_filter(RecallFilters(), excluded)
-                t = time.perf_counter()
-                store.query(NAME, vector, limit=20, score_threshold=0.0, query_filter=flt)
-                during.append((time.perf_counter() - t) * 1000)
-                time.sleep(0.01)
-
         batches = [_stored(start, BATCH, dims) for start in range(BATCH, size, BATCH)]
-        reader = threading.Thread(target=keep_recalling, daemon=True)
+        reader = _recaller(store, queries, during, stop, pause=0.01)
         with Ticker() as ticker:
             reader.start()
             started = time.perf_counter()
