@@ -70,6 +70,16 @@ SEGMENT_POINTS = 650
 # vectors), where the search is a plain scan whether a graph exists or not; building one cost
 # a fifth of each optimize for nothing.
 HNSW = edge.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000)
+# The scan reads int8 copies of the vectors (a quarter of the memory traffic: 50k x 3,072
+# recalled in 19 ms instead of 32), and the best candidates (twice the limit) are scored
+# again on the original vectors, so the scores and the order are the exact cosines. Costs
+# ~15% more per optimize (BENCHMARKS.md §13d).
+QUANTIZED = edge.ScalarQuantizationConfig(type=edge.ScalarType.Int8, quantile=0.99, always_ram=True)
+RESCORED = edge.SearchParams(
+    quantization=edge.QuantizationSearchParams(rescore=True, oversampling=2.0)
+)
+# A cosine of given points is read exactly, never from the int8 copies.
+EXACT = edge.SearchParams(exact=True)
 # What a missing collection reads as (never mutated)
 NO_HITS: list[edge.ScoredPoint] = []
 NO_RECORDS: list[edge.Record] = []
@@ -314,6 +324,7 @@ class EdgeStore(Store):
             vectors=edge.EdgeVectorParams(size=size, distance=edge.Distance.Cosine),
             sparse_vectors={VECTOR_NAME: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
             hnsw_config=HNSW,
+            quantization_config=QUANTIZED,
             optimizers=optimizers(size),
         )
         # the metadata first: a shard is never seen without its size
@@ -361,6 +372,7 @@ class EdgeStore(Store):
             score_threshold=score_threshold,
             with_payload=True,
             with_vector=False,
+            params=RESCORED,
         )
         try:
             found = self._with(name, lambda s: s.query(request), missing=NO_HITS)
@@ -382,6 +394,7 @@ class EdgeStore(Store):
                 query=edge.Query.Nearest(list(query.dense)),
                 filter=flt,
                 score_threshold=query.score_threshold,
+                params=RESCORED,
             ),
             edge.Prefetch(
                 limit=query.prefetch,
@@ -412,6 +425,7 @@ class EdgeStore(Store):
             query=edge.Query.Nearest(list(dense)),
             filter=to_edge(Filter(must=(HasIds(tuple(ids)),))),
             with_payload=False,
+            params=EXACT,
         )
         found = self._with(name, lambda s: s.query(request), missing=NO_HITS)
         return {str(p.id): p.score for p in found}
