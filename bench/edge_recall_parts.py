@@ -55,8 +55,8 @@ def main() -> None:
             cosines = _timed(asks, lambda v, f: store.cosines(COLLECTION, some, v))
         finally:
             store.close()
-    rows = [[name, median(t), pct(t, 95)] for name, t in
-            (("dense query", dense), ("fused query", fused), ("cosines of 40", cosines))]  # fmt: skip
+    parts = (("dense query", dense), ("fused query", fused), ("cosines of 40", cosines))
+    rows = [[name, median(t), pct(t, 95)] for name, t in parts]
     print(f"{args.size // 1000}k x {args.dims}")
     print(table(["Edge call", "p50 ms", "p95 ms"], rows))
 
