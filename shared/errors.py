@@ -68,6 +68,14 @@ class DimensionMismatch(MemoryPoolError):
 
     code = "dimension_mismatch"
 
+    @classmethod
+    def of_query(cls, name: str, size: int, cause: Exception) -> DimensionMismatch:
+        """A query vector the collection refused: it was made with another embedding model."""
+        return cls(
+            f"collection {name!r} refused a query vector of {size} dimensions; "
+            f"it was made with another embedding model: {cause}"
+        )
+
 
 class ModelMismatch(MemoryPoolError):
     """A collection was written by another embedding model than the configured one."""

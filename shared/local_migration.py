@@ -16,7 +16,6 @@ from qdrant_client import QdrantClient
 
 from shared.store import StoredPoint
 from shared.store_edge import EdgeStore
-from shared.store_qdrant import stored_point
 from shared.store_rules import collection_state
 
 log = logging.getLogger(__name__)
@@ -86,7 +85,7 @@ def _copy(client: QdrantClient, store: EdgeStore, name: str, done: Migration) ->
         records, offset = client.scroll(
             name, limit=PAGE, offset=offset, with_payload=True, with_vectors=True
         )
-        batch: list[StoredPoint] = [stored_point(str(r.id), r.payload, r.vector) for r in records]
+        batch = [StoredPoint.read(str(r.id), r.payload, r.vector) for r in records]
         store.write_points(name, batch)
         if offset is None:
             break

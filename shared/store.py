@@ -50,6 +50,44 @@ class StoredPoint:
     vector: list[float] | None  # the unnamed dense vector
     sparse: tuple[list[int], list[float]] | None  # the BM25 sparse vector, if any
 
+    @classmethod
+    def read(cls, point_id: str, payload: dict[str, Any] | None, vector: Any) -> StoredPoint:
+        """A point as an engine returns it: the vector a bare list (no BM25), or a dict by name
+        whose sparse entry has `indices` and `values` (qdrant-client's and Edge's alike)."""
+        dense: list[float] | None = None
+        sparse: tuple[list[int], list[float]] | None = None
+        if isinstance(vector, list):
+            dense = [float(x) for x in vector]
+        elif isinstance(vector, dict):
+            unnamed = vector.get("")
+            dense = [float(x) for x in unnamed] if isinstance(unnamed, list) else None
+            terms = vector.get(VECTOR_NAME)
+            if terms is not None:
+                sparse = ([int(i) for i in terms.indices], [float(v) for v in terms.values])
+        return cls(point_id, dict(payload or {}), dense, sparse)
+
+
+@dataclass(frozen=True, slots=True)
+class DenseQuery:
+    """Dense recall's request: the nearest points by cosine, from `offset`, at or above the
+    threshold, under the filter."""
+
+    vector: Sequence[float]
+    limit: int
+    offset: int
+    score_threshold: float | None
+    query_filter: Filter | None
+
+
+@dataclass(frozen=True, slots=True)
+class PageRequest:
+    """One page of a scroll in id order: `fields` names the only payload fields wanted."""
+
+    query_filter: Filter | None
+    limit: int
+    offset: Offset
+    fields: Sequence[str] | None
+
 
 @dataclass(frozen=True, slots=True)
 class CollectionState:
@@ -155,7 +193,6 @@ class Store(StoreBrowsing, ABC):
     def upsert(self, name: str, points: Sequence[PointToWrite]) -> None:
         """Raises CollectionMissing when the collection does not exist."""
 
-    @abstractmethod
     def query(
         self,
         name: str,
@@ -168,6 +205,11 @@ class Store(StoreBrowsing, ABC):
     ) -> list[RecallHit]:
         """Nearest points by cosine; a missing collection (a new agent) has none. A vector of
         the wrong size raises DimensionMismatch."""
+        return self.nearest(name, DenseQuery(vector, limit, offset, score_threshold, query_filter))
+
+    @abstractmethod
+    def nearest(self, name: str, query: DenseQuery) -> list[RecallHit]:
+        """query() as one value: what each engine implements."""
 
     @abstractmethod
     def fused_query(self, name: str, query: FusedQuery) -> list[FusedPoint]:
@@ -178,7 +220,6 @@ class Store(StoreBrowsing, ABC):
     def cosines(self, name: str, ids: Sequence[str], dense: Sequence[float]) -> dict[str, float]:
         """The dense cosine of the given points (the ones that exist)."""
 
-    @abstractmethod
     def page(
         self,
         name: str,
@@ -190,6 +231,11 @@ class Store(StoreBrowsing, ABC):
     ) -> tuple[list[Point], Offset]:
         """One page of (id, payload) in id order, and where the next starts (None at the end);
         `fields` names the only payload fields wanted. Empty for a missing collection."""
+        return self.read_page(name, PageRequest(query_filter, limit, offset, fields))
+
+    @abstractmethod
+    def read_page(self, name: str, request: PageRequest) -> tuple[list[Point], Offset]:
+        """page() as one value: what each engine implements."""
 
     def scroll_payloads(
         self,

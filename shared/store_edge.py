@@ -34,10 +34,12 @@ from shared.store import (
     PAYLOAD_INDEXES,
     UPSERT_BATCH,
     CollectionState,
+    DenseQuery,
     FusedPoint,
     FusedQuery,
     LexicalUnavailable,
     Offset,
+    PageRequest,
     PointToWrite,
     Store,
     StoredPoint,
@@ -354,22 +356,13 @@ class EdgeStore(Store):
             structs = [edge.Point(p.id, _vectors(p.vector, p.terms), p.payload) for p in batch]
             self._write(name, edge.UpdateOperation.upsert_points(structs), points=len(batch))
 
-    def query(
-        self,
-        name: str,
-        vector: Sequence[float],
-        *,
-        limit: int,
-        offset: int = 0,
-        score_threshold: float | None,
-        query_filter: Filter | None = None,
-    ) -> list[RecallHit]:
+    def nearest(self, name: str, query: DenseQuery) -> list[RecallHit]:
         request = edge.QueryRequest(
-            limit=limit,
-            offset=offset,
-            query=edge.Query.Nearest(list(vector)),
-            filter=to_edge(query_filter),
-            score_threshold=score_threshold,
+            limit=query.limit,
+            offset=query.offset,
+            query=edge.Query.Nearest(list(query.vector)),
+            filter=to_edge(query.query_filter),
+            score_threshold=query.score_threshold,
             with_payload=True,
             with_vector=False,
             params=RESCORED,
@@ -379,10 +372,7 @@ class EdgeStore(Store):
         except Exception as e:
             if "dimension" not in str(e):
                 raise
-            raise DimensionMismatch(
-                f"collection {name!r} refused a query vector of {len(vector)} dimensions; "
-                f"it was made with another embedding model: {e}"
-            ) from e
+            raise DimensionMismatch.of_query(name, len(query.vector), e) from e
         return [RecallHit(id=str(p.id), score=p.score, payload=p.payload or {}) for p in found]
 
     def fused_query(self, name: str, query: FusedQuery) -> list[FusedPoint]:
@@ -430,23 +420,16 @@ class EdgeStore(Store):
         found = self._with(name, lambda s: s.query(request), missing=NO_HITS)
         return {str(p.id): p.score for p in found}
 
-    def page(
-        self,
-        name: str,
-        *,
-        query_filter: Filter | None = None,
-        limit: int,
-        offset: Offset = None,
-        fields: Sequence[str] | None = None,
-    ) -> tuple[list[Point], Offset]:
-        request = edge.ScrollRequest(
-            offset=None if offset is None else qdrant_id(str(offset)),
-            limit=limit,
-            filter=to_edge(query_filter),
+    def read_page(self, name: str, request: PageRequest) -> tuple[list[Point], Offset]:
+        fields = request.fields
+        scroll = edge.ScrollRequest(
+            offset=None if request.offset is None else qdrant_id(str(request.offset)),
+            limit=request.limit,
+            filter=to_edge(request.query_filter),
             with_payload=True if fields is None else list(fields),
             with_vector=False,
         )
-        records, following = self._with(name, lambda s: s.scroll(request), missing=NO_PAGE)
+        records, following = self._with(name, lambda s: s.scroll(scroll), missing=NO_PAGE)
         found = [(str(r.id), dict(r.payload or {})) for r in records]
         return found, None if following is None else _offset(following)
 
@@ -547,7 +530,7 @@ class EdgeStore(Store):
 
             records, offset = self._with(name, scroll, missing=NO_PAGE)
             for record in records:
-                yield _stored(record)
+                yield StoredPoint.read(str(record.id), record.payload, record.vector)
             if offset is None:
                 return
 
@@ -621,21 +604,6 @@ def _stored_vectors(point: StoredPoint) -> Any:
         indices, values = point.sparse
         vectors[VECTOR_NAME] = edge.SparseVector(list(indices), list(values))
     return vectors
-
-
-def _stored(record: edge.Record) -> StoredPoint:
-    vector: Any = record.vector
-    dense: list[float] | None = None
-    sparse: tuple[list[int], list[float]] | None = None
-    if isinstance(vector, list):
-        dense = [float(x) for x in vector]
-    elif isinstance(vector, dict):
-        unnamed = vector.get("")
-        dense = [float(x) for x in unnamed] if isinstance(unnamed, list) else None
-        terms = vector.get(VECTOR_NAME)
-        if isinstance(terms, edge.SparseVector):
-            sparse = (list(terms.indices), list(terms.values))
-    return StoredPoint(str(record.id), dict(record.payload or {}), dense, sparse)
 
 
 def _offset(raw: Any) -> Offset:

@@ -26,10 +26,12 @@ from shared.store import (
     PAYLOAD_INDEXES,
     UPSERT_BATCH,
     CollectionState,
+    DenseQuery,
     FusedPoint,
     FusedQuery,
     LexicalUnavailable,
     Offset,
+    PageRequest,
     PointToWrite,
     Store,
     StoredPoint,
@@ -277,27 +279,18 @@ class QdrantStore(Store):
         with self._io() as client:
             client.upsert(name, structs, wait=True)
 
-    def query(
-        self,
-        name: str,
-        vector: Sequence[float],
-        *,
-        limit: int,
-        offset: int = 0,
-        score_threshold: float | None,
-        query_filter: Filter | None = None,
-    ) -> list[RecallHit]:
+    def nearest(self, name: str, query: DenseQuery) -> list[RecallHit]:
         """Nearest points by cosine; a missing collection (a new agent) has none."""
         try:
             response = self._read(
                 name,
                 lambda client: client.query_points(
                     name,
-                    query=list(vector),
-                    limit=limit,
-                    offset=offset,
-                    score_threshold=score_threshold,
-                    query_filter=to_qdrant(query_filter),
+                    query=list(query.vector),
+                    limit=query.limit,
+                    offset=query.offset,
+                    score_threshold=query.score_threshold,
+                    query_filter=to_qdrant(query.query_filter),
                     with_payload=True,
                     with_vectors=False,
                 ),
@@ -306,25 +299,15 @@ class QdrantStore(Store):
         except (UnexpectedResponse, ValueError) as e:
             # Our own filter is well formed: a refused query is a vector of the wrong size,
             # e.g. a collection st-qdrant-memory made with another embedding model.
-            raise DimensionMismatch(
-                f"collection {name!r} refused a query vector of {len(vector)} dimensions; "
-                f"it was made with another embedding model: {e}"
-            ) from e
+            raise DimensionMismatch.of_query(name, len(query.vector), e) from e
         if response is None:
             return []
         return [
             RecallHit(id=str(p.id), score=p.score, payload=p.payload or {}) for p in response.points
         ]
 
-    def page(
-        self,
-        name: str,
-        *,
-        query_filter: Filter | None = None,
-        limit: int,
-        offset: Offset = None,
-        fields: Sequence[str] | None = None,
-    ) -> tuple[list[Point], Offset]:
+    def read_page(self, name: str, request: PageRequest) -> tuple[list[Point], Offset]:
+        fields = request.fields
         with_payload: bool | models.PayloadSelectorInclude = (
             True if fields is None else models.PayloadSelectorInclude(include=list(fields))
         )
@@ -333,9 +316,9 @@ class QdrantStore(Store):
             name,
             lambda client: client.scroll(
                 name,
-                scroll_filter=to_qdrant(query_filter),
-                limit=limit,
-                offset=offset,
+                scroll_filter=to_qdrant(request.query_filter),
+                limit=request.limit,
+                offset=request.offset,
                 with_payload=with_payload,
                 with_vectors=False,
             ),
@@ -516,7 +499,7 @@ class QdrantStore(Store):
             nothing: tuple[list[models.Record], models.ExtendedPointId | None] = ([], None)
             records, offset = self._read(name, scroll, missing=nothing)
             for record in records:
-                yield stored_point(str(record.id), record.payload, record.vector)
+                yield StoredPoint.read(str(record.id), record.payload, record.vector)
             if offset is None:
                 return
 
@@ -577,21 +560,6 @@ class QdrantStore(Store):
 
 def _offset(raw: models.ExtendedPointId | None) -> Offset:
     return raw if raw is None or isinstance(raw, int) else str(raw)
-
-
-def stored_point(point_id: str, payload: dict[str, Any] | None, vector: Any) -> StoredPoint:
-    """A point as read (any engine's vector shape: a list, or a dict by name) as StoredPoint."""
-    dense: list[float] | None = None
-    sparse: tuple[list[int], list[float]] | None = None
-    if isinstance(vector, list):
-        dense = [float(x) for x in vector]
-    elif isinstance(vector, dict):
-        unnamed = vector.get("")
-        dense = [float(x) for x in unnamed] if isinstance(unnamed, list) else None
-        terms = vector.get(VECTOR_NAME)
-        if terms is not None:
-            sparse = (list(terms.indices), list(terms.values))
-    return StoredPoint(point_id, dict(payload or {}), dense, sparse)
 
 
 def _vectors_of(point: StoredPoint, *, sparse: bool) -> Any:

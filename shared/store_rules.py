@@ -12,7 +12,7 @@ from shared.bm25 import VECTOR_NAME, Terms
 from shared.errors import DimensionMismatch, ModelMismatch
 
 if TYPE_CHECKING:
-    from shared.store import CollectionState, PointToWrite, StoredPoint
+    from shared.store import CollectionState, PointToWrite
 
 # Key of our entry in the collection metadata; other tools may keep their own keys beside it.
 METADATA_KEY = "memory_pool"
@@ -31,37 +31,6 @@ def point_vectors(point: PointToWrite, *, sparse: bool) -> Any:
         return list(point.vector)
     # "" is the unnamed vector st-qdrant-memory reads and writes
     return {"": list(point.vector), VECTOR_NAME: sparse_vector(point.terms)}
-
-
-def stored_vectors(point: StoredPoint, *, sparse: bool) -> Any:
-    if point.vector is None:
-        raise ValueError(f"point {point.id} has no vector to write")
-    if not sparse or point.sparse is None:
-        return list(point.vector)
-    indices, values = point.sparse
-    return {
-        "": list(point.vector),
-        VECTOR_NAME: models.SparseVector(indices=list(indices), values=list(values)),
-    }
-
-
-def stored_point(record: models.Record) -> StoredPoint:
-    """A scrolled point as StoredPoint: the unnamed vector is the bare list, or the "" entry
-    of the named vectors once the collection has BM25."""
-    from shared.store import StoredPoint
-
-    raw = record.vector
-    dense: Any = raw.get("") if isinstance(raw, dict) else raw
-    bm25 = raw.get(VECTOR_NAME) if isinstance(raw, dict) else None
-    sparse = None
-    if isinstance(bm25, models.SparseVector):
-        sparse = ([int(i) for i in bm25.indices], [float(v) for v in bm25.values])
-    return StoredPoint(
-        id=str(record.id),
-        payload=dict(record.payload or {}),
-        vector=[float(v) for v in dense] if isinstance(dense, list) else None,
-        sparse=sparse,
-    )
 
 
 def model_metadata(model: str, size: int) -> dict[str, Any]:
