@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from api.ingest import Ingest
+from api.middleware import HttpMiddleware
 from shared import metrics
 from shared.agents import Agents
 from shared.backlog import BacklogCollector
@@ -69,17 +70,11 @@ def exposition(app_registry: CollectorRegistry) -> bytes:
     return generate_latest(REGISTRY) + generate_latest(app_registry)
 
 
-class HttpMetrics:
+class HttpMetrics(HttpMiddleware):
     """Counts and times every answer by route template (never the raw path: it holds ids),
     including the door's refusals, which never reach a route."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         status = {"code": 500}
 

@@ -26,6 +26,22 @@ log = logging.getLogger(__name__)
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
+class HttpMiddleware:
+    """An ASGI middleware of HTTP requests: anything else (the lifespan) passes through."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        await self.http(scope, receive, send)
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raise NotImplementedError
+
+
 async def send_error(
     send: Send, status: int, code: str, detail: str, *, close: bool = False
 ) -> None:
@@ -119,22 +135,19 @@ class _BodyTooLarge(Exception):
     """Raised into the app from `receive` when the body passes the limit."""
 
 
-class BodyLimit:
+class BodyLimit(HttpMiddleware):
     """413 as soon as the declared length or the bytes received pass `max_bytes`: the rest is
     never read, and the connection is closed so the client stops sending."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
+        super().__init__(app)
         self.max_bytes = max_bytes
 
     async def refuse(self, send: Send) -> None:
         detail = f"the request body is over {self.max_bytes} bytes (MEMORY_POOL_MAX_BODY_BYTES)"
         await send_error(send, 413, RequestTooLarge.code, detail, close=True)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = Headers(scope=scope).get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_bytes:
             await self.refuse(send)

@@ -8,9 +8,9 @@ import re
 import uuid
 
 from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
-from api.middleware import send_error
+from api.middleware import HttpMiddleware, send_error
 from shared import log_context
 
 log = logging.getLogger(__name__)
@@ -25,16 +25,10 @@ def request_id(headers: Headers) -> str:
     return given if _ACCEPTED.fullmatch(given) else uuid.uuid4().hex
 
 
-class RequestId:
+class RequestId(HttpMiddleware):
     """Outermost middleware: even the door's refusals carry the id, in the header and the log."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         rid = request_id(Headers(scope=scope))
         started = False
 

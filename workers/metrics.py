@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from prometheus_client import Counter, Histogram
+
 from shared import metrics
 from shared.metered import FlushCauses, collecting_causes
 from workers.flush import FlushReport
@@ -29,19 +31,25 @@ def retry_cause(causes: FlushCauses) -> str:
 
 
 @contextmanager
+def timed(outcomes: Counter, seconds: Histogram) -> Iterator[None]:
+    """Time the block into `seconds` and count it under "ok" or "error" in `outcomes`."""
+    started = time.perf_counter()
+    try:
+        yield
+    except BaseException:
+        outcomes.labels("error").inc()
+        raise
+    finally:
+        seconds.observe(time.perf_counter() - started)
+    outcomes.labels("ok").inc()
+
+
+@contextmanager
 def watched_flush() -> Iterator[FlushWatch]:
     """Time one flush task and count what its report says."""
-    started = time.perf_counter()
-    with collecting_causes() as causes:
+    with collecting_causes() as causes, timed(metrics.FLUSH_TASKS, metrics.FLUSH_SECONDS):
         watch = FlushWatch(causes)
-        try:
-            yield watch
-        except BaseException:
-            metrics.FLUSH_TASKS.labels("error").inc()
-            raise
-        finally:
-            metrics.FLUSH_SECONDS.observe(time.perf_counter() - started)
-    metrics.FLUSH_TASKS.labels("ok").inc()
+        yield watch
     report = watch.report
     if report is None:
         return
@@ -58,15 +66,8 @@ def meter_scheduler(scheduler: Scheduler) -> Scheduler:
     tick = scheduler.tick
 
     def metered_tick() -> int:
-        started = time.perf_counter()
-        try:
+        with timed(metrics.SCHEDULER_TICKS, metrics.SCHEDULER_SECONDS):
             handed = tick()
-        except Exception:
-            metrics.SCHEDULER_TICKS.labels("error").inc()
-            raise
-        finally:
-            metrics.SCHEDULER_SECONDS.observe(time.perf_counter() - started)
-        metrics.SCHEDULER_TICKS.labels("ok").inc()
         metrics.SCHEDULER_CLAIMED.inc(handed)
         return handed
 
