@@ -161,11 +161,4 @@ async def import_pool(
         raise InvalidInput(f"not a memory-pool export: {exc}") from exc
     except TransferRefused as exc:
         return JSONResponse(error_body("import_refused", str(exc)), status_code=409)  # type: ignore[return-value]
-    return ImportResponse(
-        collection=moved.collection,
-        points=moved.points,
-        reembedded=moved.reembedded,
-        refused=moved.refused,
-        tombstones=moved.tombstones,
-        dedupe=moved.dedupe,
-    )
+    return ImportResponse.model_validate(moved, from_attributes=True)
