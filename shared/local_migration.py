@@ -15,12 +15,12 @@ from pathlib import Path
 from qdrant_client import QdrantClient
 
 from shared.store import StoredPoint
-from shared.store_edge import EdgeStore
+from shared.store_edge import MIGRATION_MARKER, EdgeStore
 from shared.store_rules import collection_state
 
 log = logging.getLogger(__name__)
 
-MARKER = "migrated-from-local-mode.json"
+MARKER = MIGRATION_MARKER
 PAGE = 256
 
 

@@ -2,13 +2,16 @@
 same segment, HNSW, payload-index and sparse-vector code as a Qdrant server, in-process.
 
 One Edge shard per collection under `<data_dir>/edge/<collection>/`, with what Qdrant keeps as
-collection metadata (model, vector size, BM25 encoding) in `<collection>.json` beside it. An Edge
-shard is opened by one process: separate `memory-pool worker` processes need a Qdrant server.
+collection metadata (model, vector size, BM25 encoding) in `<collection>.json` beside it. A name
+that is no plain folder name (Qdrant allows spaces, accents, "!"... in collection names) gets a
+folder named by its digest, and the metadata records the name. An Edge shard is opened by one
+process: separate `memory-pool worker` processes need a Qdrant server.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -59,7 +62,13 @@ T = TypeVar("T")
 SCHEMAS = {"keyword": edge.PayloadSchemaType.Keyword, "integer": edge.PayloadSchemaType.Integer}
 # Qdrant's default RRF constant, as the server uses for `{"fusion": "rrf"}`.
 RRF_K = 60
-SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,254}")
+# A collection name used as it is for its folder (every name memory-pool derives is one); room
+# is left for the ".json" beside it within the file system's 255 bytes.
+SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,245}")
+# Any other name's folder: this prefix (never the start of a safe name) and its digest.
+DIGEST_PREFIX = "~"
+# local_migration.py's record in the same folder: no collection's metadata may take its name.
+MIGRATION_MARKER = "migrated-from-local-mode.json"
 # Edge indexes only in optimize(), which holds the GIL for its whole run (qdrant-edge-py
 # 0.9.0), so every other thread of serve (a /save, a /retrieve) waits meanwhile. Its cost is
 # per point, mostly the payload indexes (BENCHMARKS.md §13: ~0.3 s for 650 points at 384 or
@@ -187,29 +196,31 @@ class EdgeStore(Store):
     # --- shards ------------------------------------------------------------------------------
 
     def _path(self, name: str) -> Path:
-        if not _valid(name):
-            raise ValueError(f"collection name {name[:80]!r} cannot be a folder name")
-        return self.root / name
+        return self.root / _folder(name)
 
     def collection_names(self) -> list[str]:
-        """The shard folders of the data folder (a folder left empty by a failed create is
-        none)."""
-        return sorted(
-            path.name
-            for path in self.root.iterdir()
-            if path.is_dir() and _valid(path.name) and any(path.iterdir())
-        )
+        """The collections of the data folder's shard folders (a folder left empty by a failed
+        create is none): a digest folder's name as its metadata records it."""
+        names = []
+        for path in self.root.iterdir():
+            if not (path.is_dir() and any(path.iterdir())):
+                continue
+            if _plain(path.name):
+                names.append(path.name)
+            elif path.name.startswith(DIGEST_PREFIX):
+                recorded = self._read_metadata(self.root / f"{path.name}.json").get("name")
+                if isinstance(recorded, str) and _folder(recorded) == path.name:
+                    names.append(recorded)
+        return sorted(names)
 
     def _meta_path(self, name: str) -> Path:
-        return self.root / f"{name}.json"
+        return self.root / f"{_folder(name)}.json"
 
     def _shard(self, name: str) -> Shard | None:
         """The open shard of a collection; None when it does not exist."""
         with self._open_lock:
             shard = self._shards.get(name)
             if shard is None:
-                if not _valid(name):
-                    return None  # no folder can have this name: no such collection
                 path = self._path(name)
                 if not (path.is_dir() and any(path.iterdir())):
                     return None
@@ -245,13 +256,17 @@ class EdgeStore(Store):
                 log.debug("Qdrant Edge indexed a segment of %s in %.0f ms", name, took * 1000)
 
     def _metadata(self, name: str) -> dict[str, Any]:
+        return self._read_metadata(self._meta_path(name))
+
+    @staticmethod
+    def _read_metadata(path: Path) -> dict[str, Any]:
         try:
-            loaded = json.loads(self._meta_path(name).read_text(encoding="utf-8"))
+            loaded = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return {}
         return loaded if isinstance(loaded, dict) else {}
 
-    def _record(self, name: str, **entries: Any) -> None:
+    def _record(self, name: str, /, **entries: Any) -> None:
         """Metadata merged key by key (as Qdrant does), written atomically: a crash leaves
         the old file or the new one, never half of one."""
         with self._open_lock:
@@ -329,8 +344,10 @@ class EdgeStore(Store):
             quantization_config=QUANTIZED,
             optimizers=optimizers(size),
         )
-        # the metadata first: a shard is never seen without its size
-        self._record(name, dimensions=size, **({"embedding_model": model} if model else {}))
+        # the metadata first: a shard is never seen without its size (nor its name)
+        self._record(
+            name, name=name, dimensions=size, **({"embedding_model": model} if model else {})
+        )
         with self._open_lock:
             path = self._path(name)
             if name not in self._shards and not (path.is_dir() and any(path.iterdir())):
@@ -585,8 +602,21 @@ class EdgeStore(Store):
                 shard.handle.flush()
 
 
-def _valid(name: str) -> bool:
-    return bool(SAFE_NAME.fullmatch(name)) and name not in (".", "..")
+def _plain(folder: str) -> bool:
+    """Whether this is a collection's own name as its folder name."""
+    return (
+        SAFE_NAME.fullmatch(folder) is not None
+        and folder not in (".", "..")
+        and f"{folder}.json" != MIGRATION_MARKER
+    )
+
+
+def _folder(name: str) -> str:
+    """A collection's folder name: the name itself when it is plain, else its digest."""
+    if _plain(name):
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+    return DIGEST_PREFIX + digest
 
 
 def _vectors(dense: Sequence[float], terms: Terms | None) -> Any:

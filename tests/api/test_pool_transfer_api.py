@@ -158,6 +158,21 @@ def test_bad_input_is_a_400_that_changes_nothing(
     assert stack.runtime.store.count("mem_mythos") == before
 
 
+def test_any_collection_name_a_server_takes_is_imported_into(stack: Stack) -> None:
+    """`import points --collection "bad name!"` into serve was a 500: the embedded engine
+    refused names that are no plain folder name, though Qdrant takes them."""
+    save(stack, "1")
+    body = ("\n".join(export(stack)) + "\n").encode()
+    response = stack.client.post(
+        "/agents/mythos/import",
+        params={"collection": "bad name!"},
+        content=body,
+        headers={"Authorization": f"Bearer {ALL}"},
+    )
+    assert response.status_code == 200, response.text
+    assert stack.runtime.store.count("bad name!") == 1
+
+
 def test_a_collection_of_another_size_is_a_409(stack: Stack) -> None:
     save(stack, "1")
     lines = export(stack)

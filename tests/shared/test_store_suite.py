@@ -17,6 +17,7 @@ from shared import bm25_store
 from shared.bm25 import document_terms, query_terms
 from shared.errors import CollectionMissing, DimensionMismatch, ModelMismatch, StoreRefused
 from shared.filters import Filter, HasIds, IsEmpty, Match, MatchAny, Range
+from shared.naming import collection_problem
 from shared.store import PAYLOAD_INDEXES, FusedQuery, PointToWrite, Store, StoredPoint
 from shared.store_edge import SEGMENT_POINTS, EdgeStore, segment_kb
 from tests.support.stores import KINDS, open_store
@@ -284,3 +285,42 @@ def test_an_edge_segment_holds_the_same_points_whatever_the_vector_size(dims: in
     segments and 50k chunks of it ran out of memory maps ("Cannot allocate memory")."""
     points = segment_kb(dims) * 1024 // (4 * dims)
     assert abs(points - SEGMENT_POINTS) <= SEGMENT_POINTS // 50  # KB rounding
+
+
+# Names a Qdrant server takes (shared.naming.collection_problem passes them) that are no plain
+# folder name: an agents file may set any of them as an agent's `collection`.
+SERVER_NAMES = [
+    "Aria memories",
+    "café-rêves",
+    "bad name!",
+    "..hidden",
+    "a" * 255,
+    "migrated-from-local-mode",  # the migration's own marker file in the edge folder
+]
+
+
+@pytest.mark.parametrize("name", SERVER_NAMES)
+def test_every_name_a_server_takes_is_a_collection(store: Store, name: str) -> None:
+    """The embedded engine refused these with a ValueError (a 500 from an import, a flush that
+    could never write): it must take every name a Qdrant server takes."""
+    assert collection_problem(name) is None
+    state = store.ensure_collection(name, size=DIM, model=MODEL)
+    assert state.name == name and state.size == DIM
+    store.upsert(name, [point(i) for i in range(3)])
+    assert [h.id for h in store.query(name, QUERY, limit=1, score_threshold=None)] == [pid(0)]
+    assert name in store.collection_names()
+    assert store.count(name) == 3
+
+
+def test_collections_of_unusual_names_survive_a_restart(tmp_path: Path) -> None:
+    first = EdgeStore(tmp_path / "edge")
+    for name in SERVER_NAMES:
+        first.ensure_collection(name, size=DIM, model=MODEL)
+        first.upsert(name, [point(1)])
+    first.close()
+    again = EdgeStore(tmp_path / "edge")
+    try:
+        assert set(again.collection_names()) == set(SERVER_NAMES)
+        assert all(again.count(name) == 1 for name in SERVER_NAMES)
+    finally:
+        again.close()
