@@ -171,8 +171,15 @@ def import_lines(
         raise BadExport("the file is empty")
     header = read_header(first[1])
     target = collection or header.collection
-    loader = _Loader(plan_import(header, store, embedder, target), store, marks, embedder)
-    loader.progress = progress
+
+    def start() -> _Loader:
+        # planned (the target collection made) once a record has been read whole: a file
+        # broken from its first record on leaves nothing behind, not an empty collection
+        loader = _Loader(plan_import(header, store, embedder, target), store, marks, embedder)
+        loader.progress = progress
+        return loader
+
+    loader: _Loader | None = None
     end: End | None = None
     for line_no, line in numbered:
         if not line.strip():
@@ -183,7 +190,11 @@ def import_lines(
         if isinstance(record, End):
             end = record
         else:
+            loader = loader or start()
             loader.add(record, line_no)
+    if loader is None and check_count:
+        check_end(end, 0, 0)  # a header alone was cut short: refused before making anything
+    loader = loader or start()
     loader.finish()
     if check_count:
         check_end(end, loader.read_points, loader.read_marks)

@@ -173,6 +173,27 @@ def test_any_collection_name_a_server_takes_is_imported_into(stack: Stack) -> No
     assert stack.runtime.store.count("bad name!") == 1
 
 
+@pytest.mark.parametrize(
+    "body",
+    [b'HEADER\n{"kind":"point","id":"0000', b"HEADER\n", b"HEADER\n{oops\n"],
+)
+def test_a_file_broken_from_its_first_record_leaves_no_collection(
+    stack: Stack, body: bytes
+) -> None:
+    """An import into a new collection whose first record was cut short left an empty
+    collection behind (an agent that /health then lists), though nothing was imported."""
+    save(stack, "1")
+    header = export(stack)[0]
+    response = stack.client.post(
+        "/agents/mythos/import",
+        params={"collection": "mem_new"},
+        content=body.replace(b"HEADER", header.encode()),
+        headers={"Authorization": f"Bearer {ALL}"},
+    )
+    error(response, 400)
+    assert stack.runtime.store.collection("mem_new") is None
+
+
 def test_a_collection_of_another_size_is_a_409(stack: Stack) -> None:
     save(stack, "1")
     lines = export(stack)
