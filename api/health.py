@@ -90,7 +90,11 @@ def lexical_state(runtime: Runtime, name: str, state: CollectionState) -> dict[s
 
 def health_report(runtime: Runtime) -> dict[str, Any]:
     report: dict[str, Any] = {"redis": _redis_section(runtime)}
-    report["qdrant"] = {"ok": runtime.store.ping(), "local": runtime.settings.qdrant_url is None}
+    report["qdrant"] = {
+        "ok": runtime.store.ping(),
+        "local": runtime.settings.qdrant_url is None,  # in this process, not a server
+        "engine": runtime.store.kind,  # "embedded" (Qdrant Edge), "server" or "local" (tests)
+    }
     report["embedding"] = _embedding_section(runtime)
     dims = report["embedding"].get("dimensions")
     agents: dict[str, Any] = {}

@@ -228,7 +228,11 @@ class RedisHealth(BaseModel):
 
 class QdrantHealth(BaseModel):
     ok: bool
-    local: bool = Field(description="Local mode under the data folder (no QDRANT_URL).")
+    local: bool = Field(description="In this process, under the data folder (no QDRANT_URL).")
+    engine: Literal["embedded", "server", "local"] = Field(
+        description="Which store: `embedded` (Qdrant Edge, serve's default), `server` (a Qdrant "
+        "server at QDRANT_URL), `local` (qdrant-client's local mode, a test stand-in)."
+    )
 
 
 class EmbeddingHealth(BaseModel):

@@ -35,6 +35,8 @@ def test_health_counts_agents_once_whatever_their_spelling(runtime: Runtime) -> 
             assert client.post("/save", json=body(bot, mid)).status_code == 202
         report = client.get("/health").json()
     assert report["status"] == "ok"
+    # serve's store: "local" (in this process) said nothing of which engine it is
+    assert report["qdrant"] == {"ok": True, "local": True, "engine": "embedded"}
     assert report["redis"]["buffered_messages"] == 3
     assert report["redis"]["due_conversations"] == 2
     assert sorted(name.casefold() for name in report["agents"]) == ["mythos", "nova"]
