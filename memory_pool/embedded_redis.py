@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +40,9 @@ PERSISTENCE = (
 # Redis 7 keeps its AOF in this folder; Redis 6 cannot read it and would start empty.
 REDIS7_AOF_DIR = "appendonlydir"
 PR_SET_PDEATHSIG = 1
+# A server that died (killed, out of memory) is started again; after a failed start, the next
+# try waits twice as long, up to this.
+RESTART_WAIT_MAX_SECONDS = 30.0
 
 
 class EmbeddedRedisError(RuntimeError):
@@ -107,18 +111,28 @@ class EmbeddedRedis:
 
     The folder is locked while it runs, so two memory-pools never write one AOF. Start and
     stop it from the same thread: on Linux the server also stops if that thread's process dies.
+    Until stop(), a watchdog starts the server again whenever it exits (from its AOF, on the
+    same address), so serve answers 503 for a few seconds instead of until a restart by hand.
     """
 
     def __init__(
-        self, data_dir: Path, *, binary: Path | None = None, start_timeout: float = 15.0
+        self,
+        data_dir: Path,
+        *,
+        binary: Path | None = None,
+        start_timeout: float = 15.0,
+        watch_interval: float = 1.0,
     ) -> None:
         self.dir = data_dir.absolute() / "redis"
         self.binary = binary
         self.start_timeout = start_timeout
+        self.watch_interval = watch_interval
         self.socket_path: Path | None = None
         self.port: int | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._lock: IO[str] | None = None
+        self._stopping = threading.Event()
+        self._watchdog: threading.Thread | None = None
 
     @property
     def url(self) -> str:
@@ -138,26 +152,62 @@ class EmbeddedRedis:
             self._check_aof_format(binary)
             self._choose_address()
             self._stop_leftover_server()
-            self._process = subprocess.Popen(
-                self._command(binary),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                # its own session: a Ctrl-C in the terminal is memory-pool's to handle; Redis
-                # must outlive it until the worker has finished and SHUTDOWN flushes the AOF
-                start_new_session=True,
-                # serve starts Redis before any thread, where preexec_fn is safe
-                preexec_fn=_die_with_parent(),
-            )
-            self._wait_until_ready()
+            # serve starts Redis before any thread, where preexec_fn is safe
+            self._launch(binary, preexec=_die_with_parent())
         except BaseException:
             self.stop()
             raise
         log.info("embedded Redis %s (data in %s)", self.url, self.dir)
+        self._stopping.clear()
+        self._watchdog = threading.Thread(
+            target=self._watch, args=(binary,), name="embedded-redis-watchdog", daemon=True
+        )
+        self._watchdog.start()
         return self
+
+    def _launch(self, binary: Path, *, preexec: Callable[[], None] | None) -> None:
+        self._process = subprocess.Popen(
+            self._command(binary),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            # its own session: a Ctrl-C in the terminal is memory-pool's to handle; Redis
+            # must outlive it until the worker has finished and SHUTDOWN flushes the AOF
+            start_new_session=True,
+            preexec_fn=preexec,
+        )
+        self._wait_until_ready()
+
+    def _watch(self, binary: Path) -> None:
+        """Starts the server again whenever it has exited, until stop()."""
+        wait = self.watch_interval
+        while not self._stopping.wait(wait):
+            process = self._process
+            if process is None or process.poll() is None:
+                wait = self.watch_interval
+                continue
+            log.error(
+                "embedded Redis exited (code %s); starting it again from %s",
+                process.returncode, self.dir,
+            )  # fmt: skip
+            try:
+                # From a thread, no preexec_fn (it could deadlock the child): if memory-pool is
+                # killed now, this server outlives it and the next start stops it.
+                self._launch(binary, preexec=None)
+            except (EmbeddedRedisError, OSError) as exc:
+                wait = min(max(wait, 0.5) * 2, RESTART_WAIT_MAX_SECONDS)
+                log.error("embedded Redis did not start again (next try in %.0f s): %s",
+                          wait, exc)  # fmt: skip
+                continue
+            log.warning("embedded Redis is back on %s", self.url)
+            wait = self.watch_interval
 
     def stop(self, timeout: float = 15.0) -> None:
         """SHUTDOWN (the AOF is flushed to disk), then wait for the process to end."""
+        self._stopping.set()
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None and watchdog is not threading.current_thread():
+            watchdog.join(self.start_timeout + timeout)
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
             self._send_shutdown()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -77,6 +78,30 @@ def test_data_survives_a_restart(tmp_path: Path) -> None:
         connection = client(server)
         assert connection.get("open-chunk") == "kept"
         connection.close()
+
+
+def test_a_server_that_dies_is_started_again_with_its_data(tmp_path: Path) -> None:
+    """Seen from outside: kill -9 of serve's redis-server (as the OOM killer does) left serve
+    answering 503 to every /save until someone restarted it by hand."""
+    with EmbeddedRedis(tmp_path, watch_interval=0.1) as server:
+        connection = client(server)
+        connection.set("open-chunk", "kept")
+        time.sleep(1.5)  # appendfsync everysec: on disk within a second
+        first = server.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        assert wait_gone(first)
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                assert connection.get("open-chunk") == "kept"
+                break
+            except redis.ConnectionError:
+                assert time.monotonic() < deadline, "the embedded Redis was not started again"
+                time.sleep(0.1)
+        assert server.pid not in (None, first)
+        connection.close()
+    assert server.pid is None
 
 
 def test_a_second_one_on_the_same_folder_is_refused(tmp_path: Path) -> None:
