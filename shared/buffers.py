@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pydantic_core
 import redis
 import redis.asyncio
 
@@ -25,7 +24,7 @@ from shared.conversation_meta import ConversationMeta, Field
 from shared.conversations import ConversationRef, collection_of
 from shared.errors import AgentBlocked, UpstreamUnavailable
 from shared.messages import Message
-from shared.redis_scripts import SOURCES
+from shared.redis_scripts import SOURCES, named
 from shared.redis_text import as_text
 
 
@@ -120,12 +119,6 @@ class CommitOutcome(enum.Enum):
     CHANGED = -1  # a delete ran meanwhile: the lease stays, the caller takes its points back
 
 
-def _args(values: dict[str, Any]) -> str:
-    """A script's named arguments: one JSON table, cjson-decoded by the script (written by
-    pydantic's Rust encoder: the save plan is built on every /save)."""
-    return pydantic_core.to_json(values).decode()
-
-
 def _group(
     name: str, key: str, items: list[IncomingMessage], conv: ConversationSettings, raw: list[str]
 ) -> dict[str, Any]:
@@ -171,7 +164,7 @@ def save_call(
     plan = {"now": _now_ms(), "ttl": ttl, "collection": agent.collection, "groups": groups}
     script_keys = [keys.DUE, keys.blocked(agent.collection), keys.NAMES, keys.QUARANTINE]
     # Stored JSON holds no raw newline (json escapes it): one line per message, one argument.
-    return script_keys, [_args(plan), "\n".join(raw)]
+    return script_keys, [named(plan), "\n".join(raw)]
 
 
 def save_counts(result: Sequence[object]) -> SaveCounts:
@@ -205,7 +198,7 @@ class Buffers:
     def claim_due(self, limit: int) -> list[Claim]:
         """Lease up to `limit` conversations whose flush is due and that no worker holds."""
         base = uuid.uuid4().hex
-        args = _args({"now": _now_ms(), "lease_ms": self.lease_ms, "max": limit,
+        args = named({"now": _now_ms(), "lease_ms": self.lease_ms, "max": limit,
                       "lease_prefix": keys.lease(""), "token_base": base})  # fmt: skip
         result = self._claim(keys=[keys.DUE, keys.QUARANTINE], args=[args])
         pairs = [as_text(item) for item in result]
@@ -220,7 +213,7 @@ class Buffers:
         lease, meta, buf = self._conv_keys(claim.conversation)
         args = {"token": claim.token, "lease_ms": self.lease_ms, "now": _now_ms(),
                 "member": claim.conversation}  # fmt: skip
-        result = self._begin(keys=[lease, meta, buf, keys.DUE], args=[_args(args)])
+        result = self._begin(keys=[lease, meta, buf, keys.DUE], args=[named(args)])
         if not result:
             return None
         flat = [as_text(item) for item in result[0]]
@@ -234,13 +227,13 @@ class Buffers:
         args = {"token": state.claim.token, "lease_ms": self.lease_ms, "now": _now_ms(),
                 "member": state.claim.conversation, "gen": state.generation,
                 "inflight": json.dumps(list(writing)) if writing else ""}  # fmt: skip
-        return LeaseCheck(int(self._renew(keys=[lease, meta, keys.DUE], args=[_args(args)])))
+        return LeaseCheck(int(self._renew(keys=[lease, meta, keys.DUE], args=[named(args)])))
 
     def settle(self, claim: Claim) -> bool:
         """The points of an unfinished flush are taken back: forget them, and that the open
         chunk was stored (its point may have been one of them)."""
         lease, meta, _ = self._conv_keys(claim.conversation)
-        return int(self._settle(keys=[lease, meta], args=[_args({"token": claim.token})])) == 1
+        return int(self._settle(keys=[lease, meta], args=[named({"token": claim.token})])) == 1
 
     def commit(self, state: ConversationState, commit: Commit) -> CommitOutcome:
         """Apply a flush, atomically, if the lease still holds and no delete ran meanwhile."""
@@ -253,14 +246,14 @@ class Buffers:
                 "wrote_points": int(commit.wrote_points), "forced": commit.forced}  # fmt: skip
         stats = keys.agent_stats(collection_of(conversation))
         script_keys = [lease, meta, buf, keys.DUE, keys.DEAD_LETTERS, stats]
-        result = self._commit(keys=script_keys, args=[_args(args), *commit.dead_letters])
+        result = self._commit(keys=script_keys, args=[named(args), *commit.dead_letters])
         return CommitOutcome(int(result))
 
     def release(self, claim: Claim, *, retry_in: float, failed: bool) -> bool:
         """Give a conversation back, to be flushed again in `retry_in` seconds."""
         lease, meta, _ = self._conv_keys(claim.conversation)
         due_at = _now_ms() + int(retry_in * 1000)
-        args = _args({"token": claim.token, "due_at": due_at, "member": claim.conversation,
+        args = named({"token": claim.token, "due_at": due_at, "member": claim.conversation,
                       "failed": failed})  # fmt: skip
         return int(self._release(keys=[lease, meta, keys.DUE], args=[args])) == 1
 
@@ -280,7 +273,7 @@ class Buffers:
         """Mark every conversation of an agent with buffered messages to be written now."""
         members = self.conversations_of(collection)
         args = {"now": _now_ms(), "meta_prefix": keys.meta(""), "buffer_prefix": keys.buffer("")}
-        self._force(keys=[keys.conversations(collection), keys.DUE], args=[_args(args)])
+        self._force(keys=[keys.conversations(collection), keys.DUE], args=[named(args)])
         return members
 
     def unwritten(self, conversations: Sequence[str]) -> int:

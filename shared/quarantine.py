@@ -9,6 +9,7 @@ Entering it needs the conversation's lease, like every other change a flush make
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -19,11 +20,9 @@ from shared import keys
 from shared.buffers import Claim
 from shared.conversation_meta import Field
 from shared.conversations import collection_of, source_of
-from shared.redis_scripts import SOURCES
+from shared.redis_scripts import SOURCES, named
 from shared.redis_text import as_text
 
-# 1 retried later, 2 quarantined, 0 the lease was lost (another worker has it: nothing changed),
-# 3 a delete changed it while it failed (maybe removing the culprit): tried again now, uncounted
 _FAIL = SOURCES["quarantine_fail"]
 
 # Released conversations are due at once; what still fails returns to the quarantine.
@@ -32,7 +31,15 @@ _RELEASE = SOURCES["quarantine_release"]
 # Leaving the quarantine without a flush: its messages were discarded by an operator.
 _DROP = SOURCES["quarantine_drop"]
 
-RETRIED, QUARANTINED, LOST, CHANGED = 1, 2, 0, 3
+
+class FailOutcome(enum.Enum):
+    """What counting a failed flush did (quarantine_fail.lua's answer)."""
+
+    LEASE_LOST = 0  # another worker has the conversation: nothing changed
+    RETRIED = 1  # given back, tried again later
+    QUARANTINED = 2  # set aside at the threshold
+    CHANGED = 3  # a delete changed it while it failed (maybe removing the culprit): due now,
+    # the failure not counted
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,15 +66,16 @@ class Quarantine:
         self._drop = client.register_script(_DROP)
 
     def fail(self, claim: Claim, reason: str, *, threshold: int, retry_in: float,
-             generation: str = "") -> int:  # fmt: skip
+             generation: str = "") -> FailOutcome:  # fmt: skip
         """Count a failure of a claimed conversation: quarantine it at `threshold` failures in
         a row (1: at once), else give it back to be tried in `retry_in` seconds. With the
         `generation` the flush read, a conversation a delete changed meanwhile is not counted."""
         conversation = claim.conversation
         script_keys = [keys.lease(conversation), keys.meta(conversation), keys.DUE]
-        args: list[str | int] = [claim.token, _now_ms(), conversation, reason[:1000], threshold]
-        args.extend([int(retry_in * 1000), generation])
-        return int(self._fail(keys=[*script_keys, keys.QUARANTINE], args=args))
+        args = named({"token": claim.token, "now": _now_ms(), "member": conversation,
+                      "reason": reason[:1000], "threshold": threshold,
+                      "retry_ms": int(retry_in * 1000), "generation": generation})  # fmt: skip
+        return FailOutcome(int(self._fail(keys=[*script_keys, keys.QUARANTINE], args=[args])))
 
     def members(self, collection: str | None = None) -> list[tuple[str, int]]:
         """(conversation, since) of every quarantined conversation, oldest first."""

@@ -13,7 +13,7 @@ from shared.backoff import compute_backoff
 from shared.buffers import Buffers, Claim
 from shared.conversation_meta import ConversationMeta, Field
 from shared.errors import UpstreamUnavailable
-from shared.quarantine import CHANGED, QUARANTINED, Quarantine
+from shared.quarantine import FailOutcome, Quarantine
 from workers.failures import (
     UNKNOWN_FAILURES_ALLOWED,
     Action,
@@ -71,11 +71,11 @@ def _count(quarantine: Quarantine, claim: Claim, meta: dict[str, str], verdict: 
         # fix of a bad message, perhaps) is tried again, not quarantined on the old reason.
         generation=ConversationMeta.of(meta).generation if meta else "",
     )
-    if outcome == CHANGED:
+    if outcome is FailOutcome.CHANGED:
         log.warning("flush of %s failed (%s) while a delete changed it; tried again now",
                     where, verdict.reason)  # fmt: skip
         return Action.RETRY
-    quarantined = outcome == QUARANTINED
+    quarantined = outcome is FailOutcome.QUARANTINED
     # The traceback of an unforeseen failure is what a fix needs; a known one has its reason.
     log.error("flush of %s failed (%s); %s", where, verdict.reason,
               "quarantined" if quarantined else f"failure {failures + 1}, tried again later",

@@ -3,13 +3,16 @@
 Each script heads its file with the KEYS and ARGV it takes and what it returns. The write path's
 scripts take their arguments by name: ARGV[1] is one JSON table (cjson-decoded by the script);
 stored message JSON that must stay byte for byte follows as further ARGV, referenced from that
-table. The small ones (a lock's release, a dead letter's move) take a few ARGV, each named in
-their heading.
+table. The small ones (a lock's release, a dead letter's move) take one or two ARGV, or a list,
+each named in their heading.
 """
 
 from __future__ import annotations
 
 from importlib import resources
+from typing import Any
+
+import pydantic_core
 
 _NAMES = (
     # the write path
@@ -19,6 +22,13 @@ _NAMES = (
     "lock_release", "forget", "upgrade_move_seen", "upgrade_move_conversation",
     "marks_restore", "backlog_read",
 )  # fmt: skip
+
+
+def named(values: dict[str, Any]) -> str:
+    """A script's named arguments: one JSON table, cjson-decoded by the script (written by
+    pydantic's Rust encoder: the save plan is built on every /save)."""
+    return pydantic_core.to_json(values).decode()
+
 
 SOURCES: dict[str, str] = {
     name: resources.files(__name__).joinpath(f"{name}.lua").read_text(encoding="utf-8")

@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from shared import keys
 from shared.agents import ApiKey
 from shared.buffers import Buffers
-from shared.quarantine import QUARANTINED, Quarantine
+from shared.quarantine import FailOutcome, Quarantine
 from tests.api.door import agents, app_factory, client_for, is_error_shape
 from tests.legacy import BASE_TS, buffer_legacy, record
 from tests.support.embedding_server import EmbeddingServer
@@ -54,7 +54,7 @@ def quarantine(r: redis.Redis, agent: str, channel: str) -> str:
     key = buffer_legacy(r, agent=agent, collection=f"mem_{agent}", channel=channel, records=records)
     buffers = Buffers(r, dedupe_ttl_seconds=60, lease_seconds=30)
     [claim] = [c for c in buffers.claim_due(100) if c.conversation == key]
-    assert Quarantine(r).fail(claim, REASON, threshold=1, retry_in=1) == QUARANTINED
+    assert Quarantine(r).fail(claim, REASON, threshold=1, retry_in=1) is FailOutcome.QUARANTINED
     return key
 
 

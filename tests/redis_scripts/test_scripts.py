@@ -23,6 +23,7 @@ from shared.buffers import (
 from shared.conversations import ConversationRef
 from shared.errors import AgentBlocked
 from shared.messages import Message
+from shared.quarantine import FailOutcome, Quarantine
 from shared.redis_scripts import SOURCES
 from tests.support.buffer_save import buffer_save
 
@@ -244,6 +245,58 @@ def test_release_reschedules_and_counts_failures(
     assert ("attempts" in meta, "retry_at" in meta) == (failed, failed)
     if failed:
         assert meta["retry_at"] == str(int(due))
+
+
+# quarantine_fail.lua: (failures before, threshold, the flush read generation?, a delete
+# meanwhile?, the lease someone else's?) -> its answer
+FAIL = [
+    (0, 3, True, False, False, FailOutcome.RETRIED),
+    (2, 3, True, False, False, FailOutcome.QUARANTINED),
+    (0, 1, False, False, False, FailOutcome.QUARANTINED),
+    (2, 3, True, True, False, FailOutcome.CHANGED),
+    (2, 3, False, True, False, FailOutcome.QUARANTINED),  # no generation read: no check
+    (0, 3, True, False, True, FailOutcome.LEASE_LOST),
+]
+
+
+@pytest.mark.parametrize(("before", "threshold", "read", "deleted", "stolen", "expected"), FAIL)
+def test_a_failed_flush_is_counted_retried_or_quarantined(
+    r: redis.Redis,
+    buffers: Buffers,
+    before: int,
+    threshold: int,
+    read: bool,
+    deleted: bool,
+    stolen: bool,
+    expected: FailOutcome,
+) -> None:
+    due_conversation(r, buffers)
+    [claim] = buffers.claim_due(10)
+    meta = keys.meta(REF.key)
+    r.hset(meta, mapping={"failures": before, "gen": 4})
+    if deleted:
+        r.hincrby(meta, "gen", 1)
+    if stolen:
+        r.set(keys.lease(REF.key), "other")
+    generation = "4" if read else ""
+    outcome = Quarantine(r).fail(
+        claim, "the reason", threshold=threshold, retry_in=100, generation=generation
+    )
+    assert outcome is expected
+    state = r.hgetall(meta)
+    due = r.zscore(keys.DUE, REF.key)
+    quarantined = r.zscore(keys.QUARANTINE, REF.key) is not None
+    assert quarantined == (expected is FailOutcome.QUARANTINED)
+    assert r.exists(keys.lease(REF.key)) == (expected is FailOutcome.LEASE_LOST)
+    assert int(state["failures"]) == before + (expected in (FailOutcome.RETRIED,
+                                                             FailOutcome.QUARANTINED))  # fmt: skip
+    if expected is FailOutcome.QUARANTINED:
+        assert state["quarantined"] == "the reason" and due is None
+    elif expected is FailOutcome.RETRIED:
+        assert due is not None and due > now_ms() + 90_000
+        assert state["retry_at"] == str(int(due))
+    elif expected is FailOutcome.CHANGED:
+        assert due is not None and due <= now_ms()
 
 
 def test_settle_forgets_the_points_of_an_unfinished_flush(r: redis.Redis, buffers: Buffers) -> None:

@@ -29,7 +29,7 @@ from shared.buffer_deletes import BufferDeletes, BufferScope
 from shared.buffers import AgentRef, Claim, ConversationSettings, IncomingMessage
 from shared.conversations import ConversationRef
 from shared.messages import Message
-from shared.quarantine import LOST, Quarantine
+from shared.quarantine import FailOutcome, Quarantine
 from shared.runtime import Runtime
 from shared.store_edge import EdgeStore
 from shared.store_qdrant import QdrantStore
@@ -430,7 +430,7 @@ def test_a_flush_whose_lease_expired_quarantines_nothing_another_holds(world: Wo
     [second] = world.claim_all()
     assert second.token != first.token
     outcome = world.quarantine.fail(first, "ValueError: late", threshold=1, retry_in=1)
-    assert outcome == LOST
+    assert outcome is FailOutcome.LEASE_LOST
     assert world.quarantined() == []
     assert world.redis.get(keys.lease(key)).decode() == second.token
     assert "failures" not in world.meta(key)
