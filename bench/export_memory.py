@@ -28,6 +28,7 @@ from qdrant_client import QdrantClient
 from shared import keys
 from shared.redis_upgrade import LAYOUT
 from shared.store import Store, StoredPoint
+from shared.store_qdrant import QdrantStore
 from tests.support.qdrant_server import QdrantTestServer
 from tests.support.redis_server import RedisServer
 
@@ -103,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         QdrantTestServer() as qdrant,
     ):
         client = redis.Redis.from_url(redis_server.url)
-        store = Store(
+        store = QdrantStore(
             QdrantClient(url=qdrant.url, prefer_grpc=False, timeout=60, check_compatibility=False),
             local=False,
         )

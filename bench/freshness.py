@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n = args.trials or (3 if args.quick else 9)
     print(describe())
-    rows = []
+    rows: list[list[Any]] = []  # agent setting, case, trials, seconds
     with Stack(AGENTS_YAML) as stack:
         stack.start_redis()
         stack.start_embedding(384)

@@ -21,7 +21,7 @@ from bench.stats import table
 from shared.agents import AgentConfig
 from shared.bm25 import document_terms
 from shared.chunking import cut
-from shared.embedder import make_embedder
+from shared.embedder import InputRejected, make_embedder
 from shared.format import ChunkContext, chunk_payload, chunk_text
 from shared.naming import point_id
 from shared.recall_query import RecallFilters
@@ -48,6 +48,9 @@ def load(data: ConversationSet) -> tuple[Store, QueryCache, int]:
     ]
     texts = [chunk_text(chunk) for chunk in chunks]
     vectors = embedder.embed(texts)
+    dense = [v for v in vectors if not isinstance(v, InputRejected)]
+    if len(dense) < len(vectors):
+        raise SystemExit(f"the embedding model refused {len(vectors) - len(dense)} chunks")
     context = ChunkContext("discord", channel_id="c1")
     points = [
         PointToWrite(
@@ -56,7 +59,7 @@ def load(data: ConversationSet) -> tuple[Store, QueryCache, int]:
             chunk_payload(chunk, context),
             document_terms(text),
         )
-        for chunk, text, v in zip(chunks, texts, vectors, strict=True)
+        for chunk, text, v in zip(chunks, texts, dense, strict=True)
     ]
     store.upsert(name, points)
     return store, QueryCache(embedder), len(points)

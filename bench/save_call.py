@@ -64,7 +64,7 @@ def _saver(buffers: Any) -> Callable[..., object]:
     """/save's Redis step, synchronously: the code's own Buffers.save where it has one (an
     older version run with --code), else the script and arguments the API's AsyncSaver sends."""
     if hasattr(buffers, "save"):
-        return buffers.save  # type: ignore[no-any-return]
+        return buffers.save
     from shared.buffers import save_call
     from shared.redis_scripts import SOURCES
 

@@ -83,7 +83,15 @@ async def _json(send: Any, payload: dict) -> None:
 
 def _serve_qdrant(path: str | None) -> None:
     original = qs.build_app
-    qs.build_app = lambda backend, faults=None: Counting(original(backend, faults))  # type: ignore[assignment]
+
+    def counting(
+        backend: qs.Backend,
+        faults: qs.UpsertFaults | None = None,
+        version: qs.Version | None = None,
+    ) -> Any:
+        return Counting(original(backend, faults, version))
+
+    qs.build_app = counting
     with qs.QdrantTestServer(path, 0) as server:
         print(f"READY {server.url}", flush=True)
         _wait_for_signal()

@@ -21,8 +21,9 @@ def chunk_texts(qdrant_url: str, collections: Sequence[str]) -> tuple[list[str],
         while True:
             page, offset = client.scroll(name, limit=256, offset=offset, with_payload=True)
             for point in page:
-                texts.append(str(point.payload["text"]))
-                messages += int(point.payload["messageCount"])
+                payload = point.payload or {}
+                texts.append(str(payload["text"]))
+                messages += int(payload["messageCount"])
             if offset is None:
                 break
     client.close()
