@@ -393,12 +393,13 @@ def import_points(
                 moved = import_online(url, api_key, agent, iter(stream), collection=collection)
             else:
                 agents = load_agents(settings.config_path)
-                target = collection or agents.get(agent).collection_name
+                agents.get(agent)  # an unknown agent is refused before the model loads
                 embedder = make_embedder(settings)
                 try:
                     moved = import_offline(
-                        settings, agents, iter(stream), collection=target, embedder=embedder
-                    )
+                        settings, agents, iter(stream), agent=agent, collection=collection,
+                        embedder=embedder,
+                    )  # fmt: skip
                 finally:
                     embedder.close()
     except _pool_errors() as exc:

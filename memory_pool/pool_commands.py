@@ -24,6 +24,7 @@ from memory_pool.embedded_redis import EmbeddedRedis, EmbeddedRedisError
 from shared import keys
 from shared.agents import Agents
 from shared.embedder import Embedder
+from shared.errors import MemoryPoolError
 from shared.naming import COLLECTION_BASE
 from shared.pool_format import BadExport, End, Tombstone, read_header, read_record
 from shared.pool_transfer import Moved, check_end, export_lines, import_lines
@@ -173,13 +174,37 @@ def export_online(
 
 
 def import_offline(
-    settings: Settings, agents: Agents, lines: Iterator[str], *, collection: str, embedder: Embedder
+    settings: Settings,
+    agents: Agents,
+    lines: Iterator[str],
+    *,
+    agent: str,
+    collection: str | None,
+    embedder: Embedder,
 ) -> Moved:
+    """Into the agent's own collection, or into `collection`."""
+    own = agents.get(agent).collection_name
     with open_pool(settings, agents) as pool:
-        return _import(pool, lines, collection=collection, embedder=embedder)
+        return _import(pool, lines, collection=collection or own, embedder=embedder,
+                       agent=agent if collection in (None, own) else None)  # fmt: skip
 
 
-def _import(pool: OpenPool, lines: Iterator[str], *, collection: str, embedder: Embedder) -> Moved:
+def _own_name(agents: Agents, name: str, collection: str) -> str | None:
+    """`name` when `collection` is that agent's own (so it is listed under it), else None."""
+    try:
+        return name if agents.get(name).collection_name == collection else None
+    except MemoryPoolError:  # a name no agent could have, or not accepted here
+        return None
+
+
+def _import(
+    pool: OpenPool,
+    lines: Iterator[str],
+    *,
+    collection: str,
+    embedder: Embedder,
+    agent: str | None = None,
+) -> Moved:
     first = next(lines, "")
     header = read_header(first)
     with _bar(header.points, "points") as bar:
@@ -195,6 +220,7 @@ def _import(pool: OpenPool, lines: Iterator[str], *, collection: str, embedder: 
             embedder=embedder,
             collection=collection,
             progress=bar.update,
+            agent=agent,
         )
 
 
@@ -272,6 +298,7 @@ def copy_pool(
                 export_lines(src.store, src.marks, collection=collection, agent=name),
                 collection=collection,
                 embedder=embedder,
+                agent=_own_name(agents, name, collection),
             )
             results.append((moved, source_count, dst.store.count(collection)))
             echo("\n".join(moved.lines()))

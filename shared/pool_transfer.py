@@ -162,9 +162,12 @@ def import_lines(
     collection: str | None = None,
     progress: Progress = _nothing,
     check_count: bool = True,
+    agent: str | None = None,
 ) -> Moved:
     """Loads an export into `collection` (default: the one it was exported from). Idempotent:
-    points keep their ids, markers merge (see RedisMarks.restore)."""
+    points keep their ids, markers merge (see RedisMarks.restore). `agent`: the agent whose own
+    collection this is, recorded (unless one is already) as /save records a new agent, so the
+    moved agent is listed (/agents, /health, the viewer) before it saves anything here."""
     numbered = enumerate(lines, start=1)
     first = next(numbered, None)
     if first is None:
@@ -177,6 +180,8 @@ def import_lines(
         # broken from its first record on leaves nothing behind, not an empty collection
         loader = _Loader(plan_import(header, store, embedder, target), store, marks, embedder)
         loader.progress = progress
+        if agent is not None:
+            marks.record_agent(target, agent)
         return loader
 
     loader: _Loader | None = None

@@ -111,6 +111,11 @@ class RedisMarks:
                 break
         return MarkSnapshot(self.redis, prefix, scratch, tombstones, dedupe)
 
+    def record_agent(self, collection: str, name: str) -> None:
+        """The agent's name for its collection, unless one is recorded (the first wins, as on
+        /save): what lists an agent that has not saved anything yet."""
+        self.redis.hsetnx(keys.NAMES, collection, name)
+
     def restore(
         self, collection: str, marks: Sequence[Tombstone | DedupeMark], now_ms: int
     ) -> None:

@@ -156,6 +156,7 @@ async def import_pool(
             embedder=runtime.embedder,
             collection=target,
             check_count=not part,
+            agent=agent.name if target == agent.collection_name else None,
         )
     except BadExport as exc:
         raise InvalidInput(f"not a memory-pool export: {exc}") from exc

@@ -86,6 +86,8 @@ def test_export_writes_buffered_messages_first_then_imports_back(stack: Stack) -
     assert response.json() == {"collection": "mem_copy", "points": 2, "reembedded": 0,
                                "refused": 0, "tombstones": 0, "dedupe": 2}  # fmt: skip
     assert stack.runtime.store.count("mem_copy") == 2
+    # another collection is not listed as an agent of its own (nothing names it yet)
+    assert stack.runtime.redis.hget(keys.NAMES, "mem_copy") is None
 
 
 def test_messages_that_cannot_be_written_are_told(

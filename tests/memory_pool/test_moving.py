@@ -100,6 +100,7 @@ def test_export_copy_and_resend(
             copied.stdout
         ), copied.stdout
         client = redis.Redis.from_url(redis_url)
+        assert client.hget(keys.NAMES, COLLECTION) == b"mythos"  # listed by /agents, /health
         assert client.ttl(keys.seen(COLLECTION, "discord", DELETED)) == -1
         assert 0 < client.ttl(keys.seen(COLLECTION, "discord", "1")) <= 30 * 86400
         client.close()
@@ -152,6 +153,9 @@ def test_import_into_another_data_folder_and_resend(
     assert "collection mem_mythos: 3 points" in imported.stdout
     assert "tombstones (deleted message ids): 1" in imported.stdout
     with serving(second, env, tmp_path / "second.log") as served:
+        # the moved agent is listed (the memory viewer, /health) before it saves anything here
+        listed = served.http.get("/agents").json()["agents"]
+        assert [(a["name"], a["collection"]) for a in listed] == [("mythos", COLLECTION)]
         # importing again, now over the running serve's HTTP API, is harmless
         url = str(served.http.base_url)
         again = cli(env, "import", "points", str(export), "--agent", "mythos", "--url", url)
