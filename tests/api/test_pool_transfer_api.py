@@ -58,6 +58,14 @@ def export(stack: Stack, **params: str) -> list[str]:
     return response.text.splitlines()
 
 
+def import_as_ops(stack: Stack, body: bytes, **params: str) -> Any:
+    """POST /agents/mythos/import with the key for every agent (which may name a collection)."""
+    return stack.client.post(
+        "/agents/mythos/import", params=params, content=body,
+        headers={"Authorization": f"Bearer {ALL}"},
+    )  # fmt: skip
+
+
 def error(response: Any, status: int, code: str | None = None) -> str:
     assert response.status_code == status, response.text
     body = response.json()
@@ -76,12 +84,7 @@ def test_export_writes_buffered_messages_first_then_imports_back(stack: Stack) -
     assert ids == {"1", "2"}
     # into a new collection (a key for every agent may name one): the same pool
     body = ("\n".join(lines) + "\n").encode()
-    response = stack.client.post(
-        "/agents/mythos/import",
-        params={"collection": "mem_copy"},
-        content=body,
-        headers={"Authorization": f"Bearer {ALL}"},
-    )
+    response = import_as_ops(stack, body, collection="mem_copy")
     assert response.status_code == 200, response.text
     assert response.json() == {"collection": "mem_copy", "points": 2, "reembedded": 0,
                                "refused": 0, "tombstones": 0, "dedupe": 2}  # fmt: skip
@@ -150,12 +153,7 @@ def test_bad_input_is_a_400_that_changes_nothing(
     save(stack, "1")
     header = export(stack)[0]
     before = stack.runtime.store.count("mem_mythos")
-    response = stack.client.post(
-        "/agents/mythos/import",
-        params=params,
-        content=body.replace(b"HEADER", header.encode()),
-        headers={"Authorization": f"Bearer {ALL}"},
-    )
+    response = import_as_ops(stack, body.replace(b"HEADER", header.encode()), **params)
     assert says in error(response, 400)
     assert stack.runtime.store.count("mem_mythos") == before
 
@@ -165,12 +163,7 @@ def test_any_collection_name_a_server_takes_is_imported_into(stack: Stack) -> No
     refused names that are no plain folder name, though Qdrant takes them."""
     save(stack, "1")
     body = ("\n".join(export(stack)) + "\n").encode()
-    response = stack.client.post(
-        "/agents/mythos/import",
-        params={"collection": "bad name!"},
-        content=body,
-        headers={"Authorization": f"Bearer {ALL}"},
-    )
+    response = import_as_ops(stack, body, collection="bad name!")
     assert response.status_code == 200, response.text
     assert stack.runtime.store.count("bad name!") == 1
 
@@ -186,12 +179,7 @@ def test_a_file_broken_from_its_first_record_leaves_no_collection(
     collection behind (an agent that /health then lists), though nothing was imported."""
     save(stack, "1")
     header = export(stack)[0]
-    response = stack.client.post(
-        "/agents/mythos/import",
-        params={"collection": "mem_new"},
-        content=body.replace(b"HEADER", header.encode()),
-        headers={"Authorization": f"Bearer {ALL}"},
-    )
+    response = import_as_ops(stack, body.replace(b"HEADER", header.encode()), collection="mem_new")
     error(response, 400)
     assert stack.runtime.store.collection("mem_new") is None
 
@@ -200,12 +188,7 @@ def test_a_collection_of_another_size_is_a_409(stack: Stack) -> None:
     save(stack, "1")
     lines = export(stack)
     stack.runtime.store.ensure_collection("mem_small", size=8, model="text-embedding-3-small")
-    response = stack.client.post(
-        "/agents/mythos/import",
-        params={"collection": "mem_small"},
-        content=("\n".join(lines) + "\n").encode(),
-        headers={"Authorization": f"Bearer {ALL}"},
-    )
+    response = import_as_ops(stack, ("\n".join(lines) + "\n").encode(), collection="mem_small")
     assert "size 8" in error(response, 409, "import_refused")
     assert stack.runtime.store.count("mem_small") == 0
 
