@@ -295,11 +295,22 @@ class Store(StoreBrowsing, ABC):
 
     # --- moving a pool -------------------------------------------------------------------------
 
-    @abstractmethod
     def iter_points(
         self, name: str, *, with_vectors: bool = True, page: int = 256
     ) -> Iterator[StoredPoint]:
         """Every point, in id order, page by page (constant memory); empty if no collection."""
+        offset: Offset = None
+        while True:
+            found, offset = self.points_page(name, offset, with_vectors=with_vectors, limit=page)
+            yield from found
+            if offset is None:
+                return
+
+    @abstractmethod
+    def points_page(
+        self, name: str, offset: Offset, *, with_vectors: bool, limit: int
+    ) -> tuple[list[StoredPoint], Offset]:
+        """One page of iter_points from `offset`, and where the next starts (None at the end)."""
 
     @abstractmethod
     def write_points(self, name: str, points: Sequence[StoredPoint]) -> None:

@@ -19,7 +19,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -344,9 +344,11 @@ class EdgeStore(Store):
             quantization_config=QUANTIZED,
             optimizers=optimizers(size),
         )
-        # the metadata first: a shard is never seen without its size (nor its name)
+        # the metadata first: a shard is never seen without its size (nor, in a digest folder,
+        # its name, which only the metadata tells)
+        named = {} if _plain(name) else {"name": name}
         self._record(
-            name, name=name, dimensions=size, **({"embedding_model": model} if model else {})
+            name, **named, dimensions=size, **({"embedding_model": model} if model else {})
         )
         with self._open_lock:
             path = self._path(name)
@@ -531,25 +533,18 @@ class EdgeStore(Store):
 
     # --- moving a pool -----------------------------------------------------------------------
 
-    def iter_points(
-        self, name: str, *, with_vectors: bool = True, page: int = 256
-    ) -> Iterator[StoredPoint]:
-        offset: Any = None
-        while True:
-            request = edge.ScrollRequest(
-                offset=offset, limit=page, with_payload=True, with_vector=with_vectors
-            )
-
-            def scroll(
-                s: edge.EdgeShard, r: edge.ScrollRequest = request
-            ) -> tuple[list[edge.Record], Any]:
-                return s.scroll(r)
-
-            records, offset = self._with(name, scroll, missing=NO_PAGE)
-            for record in records:
-                yield StoredPoint.read(str(record.id), record.payload, record.vector)
-            if offset is None:
-                return
+    def points_page(
+        self, name: str, offset: Offset, *, with_vectors: bool, limit: int
+    ) -> tuple[list[StoredPoint], Offset]:
+        request = edge.ScrollRequest(
+            offset=None if offset is None else qdrant_id(str(offset)),
+            limit=limit,
+            with_payload=True,
+            with_vector=with_vectors,
+        )
+        records, following = self._with(name, lambda s: s.scroll(request), missing=NO_PAGE)
+        found = [StoredPoint.read(str(r.id), r.payload, r.vector) for r in records]
+        return found, None if following is None else _offset(following)
 
     def write_points(self, name: str, points: Sequence[StoredPoint]) -> None:
         for start in range(0, len(points), SLICE_POINTS):

@@ -483,25 +483,19 @@ class QdrantStore(Store):
 
     # --- moving a pool -----------------------------------------------------------------------
 
-    def iter_points(
-        self, name: str, *, with_vectors: bool = True, page: int = 256
-    ) -> Iterator[StoredPoint]:
-        offset: models.ExtendedPointId | None = None
-        while True:
-
-            def scroll(
-                client: QdrantClient, start: models.ExtendedPointId | None = offset
-            ) -> tuple[list[models.Record], models.ExtendedPointId | None]:
-                return client.scroll(
-                    name, limit=page, offset=start, with_payload=True, with_vectors=with_vectors
-                )
-
-            nothing: tuple[list[models.Record], models.ExtendedPointId | None] = ([], None)
-            records, offset = self._read(name, scroll, missing=nothing)
-            for record in records:
-                yield StoredPoint.read(str(record.id), record.payload, record.vector)
-            if offset is None:
-                return
+    def points_page(
+        self, name: str, offset: Offset, *, with_vectors: bool, limit: int
+    ) -> tuple[list[StoredPoint], Offset]:
+        nothing: tuple[list[models.Record], models.ExtendedPointId | None] = ([], None)
+        records, following = self._read(
+            name,
+            lambda client: client.scroll(
+                name, limit=limit, offset=offset, with_payload=True, with_vectors=with_vectors
+            ),
+            missing=nothing,
+        )
+        found = [StoredPoint.read(str(r.id), r.payload, r.vector) for r in records]
+        return found, _offset(following)
 
     def write_points(self, name: str, points: Sequence[StoredPoint]) -> None:
         sparse = self.bm25.get(name)
