@@ -183,10 +183,10 @@ def import_offline(
     embedder: Embedder,
 ) -> Moved:
     """Into the agent's own collection, or into `collection`."""
-    own = agents.get(agent).collection_name
+    target = collection or agents.get(agent).collection_name
     with open_pool(settings, agents) as pool:
-        return _import(pool, lines, collection=collection or own, embedder=embedder,
-                       agent=agent if collection in (None, own) else None)  # fmt: skip
+        return _import(pool, lines, collection=target, embedder=embedder,
+                       agent=_own_name(agents, agent, target))  # fmt: skip
 
 
 def _own_name(agents: Agents, name: str, collection: str) -> str | None:
