@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from api.schemas import Refusal, SaveMessage, SaveRequest
 from shared.agents import AgentConfig
-from shared.buffers import IncomingMessage
+from shared.buffers import ConversationBatch, SaveBatches
 from shared.chunking import is_storable
 from shared.conversations import ConversationRef
 from shared.errors import RequestTooLarge
@@ -15,6 +15,7 @@ from shared.ids import (
     MAX_ID_CHARS,
     clean_text,
     id_problem,
+    is_plain,
     message_id_problem,
     one_line_name,
     shown,
@@ -30,7 +31,7 @@ OTHER_IDS = ("user_id", "discord_user_id", "channel_id", "guild_id", "conversati
 
 @dataclass(frozen=True, slots=True)
 class Ingest:
-    incoming: list[IncomingMessage]
+    batches: SaveBatches
     skipped: int
     refusals: list[Refusal]
 
@@ -50,45 +51,59 @@ def check_limits(request: SaveRequest, settings: Settings) -> None:
         )
 
 
-def _checked_time(index: int, item: SaveMessage, now_ms: int) -> int | Refusal:
-    """The message's timestamp when it can be stored; else why it cannot."""
-
-    def refused(field: str, problem: str) -> Refusal:
-        mid = shown(item.message_id, MAX_ID_CHARS)
-        return Refusal(index=index, message_id=mid, field=field, reason=f"{field} {problem}")
-
+def _id_problem(item: SaveMessage) -> tuple[str, str] | None:
+    """The first id of a message that cannot be stored, and why; None for nearly every one."""
+    # Plain ids joined are plain: one check clears a message of snowflakes (shared/ids.py).
+    every_id = (
+        f"{item.message_id}{item.user_id or ''}{item.discord_user_id or ''}"
+        f"{item.channel_id or ''}{item.guild_id or ''}{item.conversation_id or ''}"
+    )
+    if item.message_id and is_plain(every_id):
+        return None
     problem = message_id_problem(item.message_id)
     if problem:
-        return refused("message_id", problem)
+        return "message_id", problem
     for field in OTHER_IDS:
         value = getattr(item, field)
         problem = id_problem(value) if value is not None else None
         if problem:
-            return refused(field, problem)
+            return field, problem
+    return None
+
+
+def _checked_time(index: int, item: SaveMessage, now_ms: int) -> int | Refusal:
+    """The message's timestamp when it can be stored; else why it cannot."""
     try:
-        return storable_timestamp(item.ts, now_ms)
+        found = _id_problem(item)
+        if found is None:
+            return storable_timestamp(item.ts, now_ms)
+        field, problem = found
     except UnstorableTime as exc:
-        return refused("ts", str(exc))
+        field, problem = "ts", str(exc)
+    mid = shown(item.message_id, MAX_ID_CHARS)
+    return Refusal(index=index, message_id=mid, field=field, reason=f"{field} {problem}")
 
 
-def _message(item: SaveMessage, agent: AgentConfig, text: str, ts: int) -> Message:
-    user_id = item.user_id or item.discord_user_id
-    is_self = item.speaker_kind == "self"
-    speaker = speaker_name(
-        is_self=is_self,
-        self_speaker=agent.speaker,
-        speaker_aliases=agent.speaker_aliases,
-        user_id=user_id,
-        given_name=one_line_name(item.speaker_name) if item.speaker_name else None,
-    )
-    return Message(
-        id=item.message_id,
-        text=text.strip(),
-        ts=ts,
-        speaker=speaker,
-        user_id=user_id,
-        is_self=is_self,
-    )
+class _Speakers:
+    """Who each message is from, resolved once per speaker: a request re-sends a few people's
+    messages, thirty times over."""
+
+    def __init__(self, agent: AgentConfig) -> None:
+        self.agent = agent
+        self._known: dict[tuple[bool, str | None, str | None], str] = {}
+
+    def of(self, item: SaveMessage, user_id: str | None) -> str:
+        who = (item.speaker_kind == "self", user_id, item.speaker_name)
+        name = self._known.get(who)
+        if name is None:
+            name = self._known[who] = speaker_name(
+                is_self=who[0],
+                self_speaker=self.agent.speaker,
+                speaker_aliases=self.agent.speaker_aliases,
+                user_id=user_id,
+                given_name=one_line_name(item.speaker_name) if item.speaker_name else None,
+            )
+        return name
 
 
 def ingest(request: SaveRequest, agent: AgentConfig, source: str) -> Ingest:
@@ -97,8 +112,9 @@ def ingest(request: SaveRequest, agent: AgentConfig, source: str) -> Ingest:
     now_ms = int(time.time() * 1000)
     rules = agent.rules
     collection = agent.collection_name  # derived from the name: once, not per message
-    conversations: dict[tuple[str | None, str | None], ConversationRef] = {}
-    incoming: list[IncomingMessage] = []
+    speakers = _Speakers(agent)
+    batches = SaveBatches()
+    by_scope: dict[tuple[str | None, str | None], ConversationBatch] = {}
     refusals: list[Refusal] = []
     skipped = 0
     for index, item in enumerate(request.messages):
@@ -106,19 +122,23 @@ def ingest(request: SaveRequest, agent: AgentConfig, source: str) -> Ingest:
         if isinstance(ts, Refusal):
             refusals.append(ts)
             continue
-        text = clean_text(item.text or "")
+        text = clean_text(item.text or "").strip()
         if not is_storable(text, rules):
             skipped += 1
             continue
         scope = (item.conversation_id, item.channel_id)
-        conversation = conversations.get(scope)
-        if conversation is None:  # a request's messages share one or a few conversations
-            conversation = conversations[scope] = ConversationRef(
-                collection=collection,
-                source=source,
-                conversation_id=item.conversation_id,
-                channel_id=item.channel_id,
+        batch = by_scope.get(scope)
+        if batch is None:  # a request's messages share one or a few conversations
+            batch = by_scope[scope] = batches.batch(
+                ConversationRef(
+                    collection=collection,
+                    source=source,
+                    conversation_id=item.conversation_id,
+                    channel_id=item.channel_id,
+                )
             )
-        message = _message(item, agent, text, ts)
-        incoming.append(IncomingMessage(conversation, message, guild_id=item.guild_id))
-    return Ingest(incoming, skipped, refusals)
+        user_id = item.user_id or item.discord_user_id
+        is_self = item.speaker_kind == "self"
+        message = Message(item.message_id, text, ts, speakers.of(item, user_id), user_id, is_self)
+        batch.append(message, item.guild_id)
+    return Ingest(batches, skipped, refusals)

@@ -23,7 +23,8 @@ def main() -> None:
         sys.path.insert(0, options.code)
     import redis
 
-    from shared.buffers import AgentRef, Buffers, ConversationSettings, IncomingMessage
+    import shared.buffers
+    from shared.buffers import AgentRef, Buffers, ConversationSettings
     from shared.conversations import ConversationRef
     from shared.messages import Message
     from tests.support.redis_server import RedisServer
@@ -37,11 +38,12 @@ def main() -> None:
         requests = []
         for n in range(options.requests + 200):
             ref = ConversationRef("mem_polaris", "discord", channel_id=str(n % 100))
-            newest = 1_200_000_000_000_000_000 + (n // 100) * 2  # 2 new per channel per round
+            # 2 new per channel per round; ids unique across channels, as snowflakes are
+            newest = 1_200_000_000_000_000_000 + (n % 100) * 10**9 + (n // 100) * 2
             text = "a message of a Discord channel, about as long as most of them are " * 2
             messages = [Message(str(newest - 29 + i), f"{text}{i}", 1_700_000_000_000 + i, "Ann")
                         for i in range(30)]  # fmt: skip
-            requests.append([IncomingMessage(ref, m, "guild1") for m in messages])
+            requests.append(_request(shared.buffers, ref, messages))
         save = _saver(buffers)
         for request in requests[:200]:  # warm: the channels' earlier messages are known
             save(agent, request, conv)
@@ -58,6 +60,14 @@ def main() -> None:
               f"Redis CPU {1000 * redis_cpu / n:.3f} ms/req ({n} requests)")  # fmt: skip
     finally:
         server.stop()
+
+
+def _request(code: Any, ref: Any, messages: list[Any]) -> list[Any]:
+    """One request's messages as this code's save takes them: one batch per conversation, or
+    (code before ConversationBatch, run with --code) one IncomingMessage each."""
+    if hasattr(code, "ConversationBatch"):
+        return [code.ConversationBatch(ref, messages, "guild1")]
+    return [code.IncomingMessage(ref, m, "guild1") for m in messages]
 
 
 def _saver(buffers: Any) -> Callable[..., object]:

@@ -60,7 +60,7 @@ class BufferDeletes:
         pipe = self.redis.pipeline(transaction=False)
         for source, message_ids in ids_by_source:
             for message_id in message_ids:
-                pipe.set(keys.seen(collection, source, message_id), "deleted")
+                pipe.set(keys.seen(collection, source, message_id), keys.TOMBSTONE)
         pipe.execute()
 
 

@@ -12,7 +12,7 @@ import enum
 import json
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,13 +28,43 @@ from shared.redis_scripts import SOURCES, named
 from shared.redis_text import as_text
 
 
-@dataclass(frozen=True, slots=True)
-class IncomingMessage:
-    """A message ready to buffer: resolved, with its conversation and dedupe key."""
+@dataclass(slots=True)
+class ConversationBatch:
+    """One conversation's messages in one save, resolved and ready to buffer, in arrival order."""
 
     conversation: ConversationRef
-    message: Message
-    guild_id: str | None = None
+    messages: list[Message] = field(default_factory=list)
+    guild_id: str | None = None  # the first guild one of them names
+
+    def append(self, message: Message, guild_id: str | None = None) -> None:
+        self.messages.append(message)
+        if self.guild_id is None and guild_id:
+            self.guild_id = guild_id
+
+
+class SaveBatches:
+    """Groups a save's messages by conversation, as the save script takes them.
+
+    By the conversation's key, not its ref: a conversation id seen with two channels is one
+    conversation (ConversationRef.scope), and its messages keep their order in one batch.
+    """
+
+    def __init__(self) -> None:
+        self._by_key: dict[str, ConversationBatch] = {}
+
+    def batch(self, ref: ConversationRef) -> ConversationBatch:
+        """The batch of `ref`'s conversation (made on first use: the first ref names it)."""
+        key = ref.key
+        found = self._by_key.get(key)
+        if found is None:
+            found = self._by_key[key] = ConversationBatch(ref)
+        return found
+
+    def add(self, ref: ConversationRef, message: Message, guild_id: str | None = None) -> None:
+        self.batch(ref).append(message, guild_id)
+
+    def __iter__(self) -> Iterator[ConversationBatch]:
+        return iter(self._by_key.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,15 +150,15 @@ class CommitOutcome(enum.Enum):
 
 
 def _group(
-    name: str, key: str, items: list[IncomingMessage], conv: ConversationSettings, raw: list[str]
+    name: str, batch: ConversationBatch, conv: ConversationSettings, raw: list[str]
 ) -> dict[str, Any]:
     """One conversation of a save (save.lua's `groups`); its messages' stored JSON go to `raw`."""
-    ref = items[0].conversation
-    guild = next((item.guild_id for item in items if item.guild_id), None)
+    ref = batch.conversation
+    key = ref.key
     once = {Field.AGENT: name, Field.SOURCE: ref.source, Field.CID: ref.conversation_id or "",
-            Field.CHANNEL: ref.channel_id or "", Field.GUILD: guild or "",
+            Field.CHANNEL: ref.channel_id or "", Field.GUILD: batch.guild_id or "",
             Field.NOIDLE: "" if conv.idle_timer else "1"}  # fmt: skip
-    raw.extend(item.message.to_json() for item in items)
+    raw.extend(message.to_json() for message in batch.messages)
     return {
         "meta": keys.meta(key), "buf": keys.buffer(key), "member": key,
         "convs": keys.conversations(ref.collection), "agent": name,
@@ -136,7 +166,7 @@ def _group(
         "min_chars": conv.min_chars, "gap_ms": int(conv.gap_seconds * 1000),
         "idle_ms": int(conv.idle_seconds * 1000),
         "seen_prefix": keys.seen(ref.collection, ref.source, ""),
-        "ids": [keys.part(item.message.id) for item in items],
+        "ids": [keys.part(message.id) for message in batch.messages],
     }  # fmt: skip
 
 
@@ -148,20 +178,27 @@ class AgentRef:
     collection: str
 
 
+# A re-sent id's dedupe marker gets its full expiry back only once a minute of it (1% of a
+# short one) has run down, not on every re-send: a write and an AOF line per id and minute, not
+# per request. An id stays remembered for the dedupe TTL after it was last seen, to that minute.
+REFRESH_AFTER_MS = 60_000
+
+
+def refresh_after_ms(ttl_seconds: int) -> int:
+    return min(REFRESH_AFTER_MS, ttl_seconds * 10)
+
+
 def save_call(
-    agent: AgentRef, incoming: Sequence[IncomingMessage], conv: ConversationSettings, ttl: int
+    agent: AgentRef,
+    batches: Iterable[ConversationBatch],
+    conv: ConversationSettings,
+    ttl: int,
 ) -> tuple[list[str], list[str]]:
     """The save script's keys and arguments: the same for the sync and the async client."""
-    by_key: dict[str, list[IncomingMessage]] = {}
-    names: dict[ConversationRef, str] = {}  # a request's messages share a few conversations
-    for item in incoming:
-        key = names.get(item.conversation)
-        if key is None:
-            key = names[item.conversation] = item.conversation.key
-        by_key.setdefault(key, []).append(item)
     raw: list[str] = []
-    groups = [_group(agent.name, key, items, conv, raw) for key, items in by_key.items()]
-    plan = {"now": _now_ms(), "ttl": ttl, "collection": agent.collection, "groups": groups}
+    groups = [_group(agent.name, batch, conv, raw) for batch in batches if batch.messages]
+    plan = {"now": _now_ms(), "ttl": ttl, "refresh_ms": refresh_after_ms(ttl),
+            "collection": agent.collection, "groups": groups}  # fmt: skip
     script_keys = [keys.DUE, keys.blocked(agent.collection), keys.NAMES, keys.QUARANTINE]
     # Stored JSON holds no raw newline (json escapes it): one line per message, one argument.
     return script_keys, [named(plan), "\n".join(raw)]
@@ -300,9 +337,9 @@ class AsyncSaver:
         self._save = client.register_script(SOURCES["save"])
 
     async def save(
-        self, agent: AgentRef, incoming: Sequence[IncomingMessage], conv: ConversationSettings
+        self, agent: AgentRef, batches: Iterable[ConversationBatch], conv: ConversationSettings
     ) -> SaveCounts:
-        script_keys, args = save_call(agent, incoming, conv, self.dedupe_ttl)
+        script_keys, args = save_call(agent, batches, conv, self.dedupe_ttl)
         try:
             result = await self._save(keys=script_keys, args=args)
         except redis.RedisError as exc:

@@ -50,10 +50,19 @@ def shown(value: str, limit: int = SHOWN_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+def is_plain(value: str, max_chars: int = MAX_ID_CHARS) -> bool:
+    """ASCII letters and digits only, and not too long: an id no rule below can refuse.
+
+    Snowflakes and most ids are plain, so nearly every message is checked without a regex; and
+    since a run of plain ids joined is plain, one call can clear all the ids of a message.
+    """
+    return value.isascii() and value.isalnum() and len(value) <= max_chars
+
+
 def id_problem(value: str, max_chars: int = MAX_ID_CHARS) -> str | None:
     """Why an id (user, channel, guild, conversation, source) cannot be stored, or None."""
-    if value.isascii() and value.isalnum() and len(value) <= max_chars:
-        return None  # snowflakes and most ids, the case of nearly every message: no regex
+    if is_plain(value, max_chars):
+        return None
     if len(value) > max_chars:
         return f"is {len(value)} characters long; the limit is {max_chars}"
     if _CONTROL.search(value):
@@ -66,7 +75,7 @@ def id_problem(value: str, max_chars: int = MAX_ID_CHARS) -> str | None:
 def message_id_problem(value: str) -> str | None:
     """Why a message id cannot be stored, or None. Stored ids are comma-joined in `messageIds`
     and trimmed by st-qdrant-memory when it splits them, so neither may change an id."""
-    if value.isascii() and value.isalnum() and len(value) <= MAX_ID_CHARS:
+    if is_plain(value):
         return None  # a snowflake: none of the rules below can apply
     if not value:
         return "is empty"

@@ -42,6 +42,11 @@ def agent_key(collection: str) -> str:
     return part(collection)
 
 
+# A dedupe marker's value: the conversation that stored the id (a conversation key: it has ':'),
+# or this for a deleted id, a tombstone, which is also the one marker without an expiry.
+TOMBSTONE = "deleted"
+
+
 def seen(collection: str, source: str, message_id: str) -> str:
     """Dedupe marker of one message id: with an expiry when seen, without one when deleted."""
     return f"{seen_prefix(collection)}{part(source)}:{part(message_id)}"

@@ -18,7 +18,6 @@ from shared.redis_text import as_text
 
 SCAN_BATCH = 500
 SCRATCH_SECONDS = 6 * 3600  # a crashed export leaves its scratch set for this long at most
-TOMBSTONE = "deleted"  # the value shared/buffer_deletes.py writes
 
 # A tombstone always wins; a mark is written where none is, or gets the later expiry of the
 # two. ARGV: now (ms), then per key: value, expiry (Unix ms). Redis 6.0 commands only.
@@ -128,7 +127,7 @@ class RedisMarks:
         for mark in marks:
             marker_keys.append(keys.seen(collection, mark.source, mark.message_id))
             if isinstance(mark, Tombstone):
-                args.extend([TOMBSTONE, -1])
+                args.extend([keys.TOMBSTONE, -1])
             else:
                 args.extend([mark.value, mark.expires_at * 1000])
         self._restore(keys=marker_keys, args=args)

@@ -78,6 +78,8 @@ def storable_timestamp(value: object, now_ms: int) -> int:
     Strings keep the extension's rule (unreadable is "now"); a JSON number like 1e400 (read as
     infinity) is no instant at all.
     """
+    if type(value) is int and MS_THRESHOLD < value <= MAX_STORABLE_MS:
+        return value  # epoch ms, what nearly every client sends: no rule below changes it
     if isinstance(value, float) and not math.isfinite(value):
         raise UnstorableTime("is not a finite number")
     found = normalize_timestamp(value, now_ms)

@@ -63,7 +63,7 @@ async def save(body: SaveRequest, request: Request, runtime: RuntimeDep) -> Save
     who = AgentRef(name=agent.name, collection=agent.collection_name)
     meter = meters(request)
     try:
-        counts = await saver(request).save(who, result.incoming, conv)
+        counts = await saver(request).save(who, result.batches, conv)
     except AgentBlocked:
         if meter is not None:
             meter.held(agent.name, source, len(body.messages))

@@ -6,7 +6,9 @@
 -- KEYS[4]  the quarantine set (zset of conversations set aside)
 -- ARGV[1]  the plan, JSON:
 --   now         ms since the epoch
---   ttl         seconds a seen id is remembered (dedupe)
+--   ttl         seconds a seen id is remembered (dedupe), counted from when it was last seen
+--   refresh_ms  a re-sent id gets its full `ttl` back once this much of it has run down
+--               (optional; 0, the default, refreshes on every re-send)
 --   collection  the agent's collection (its identity)
 --   groups      one table per conversation, in order:
 --     meta, buf, convs  the conversation's hash, buffer list, and its agent's conversation set
@@ -19,13 +21,14 @@
 -- ARGV[2]  the messages' stored JSON, one per line, in the order of the groups' ids (stored JSON
 --          has no raw newline: json escapes it). Passed byte for byte and never re-encoded (cjson
 --          would reorder it); only a new message's line is decoded, for its size `z` and `ts`,
---          so the re-sent known ones cost a SET NX and a TTL refresh each.
+--          so a re-sent known one costs one read (PTTL), and a refresh now and then.
 --
 -- Returns {accepted, duplicates}, or {-1, reason} when the agent is held (nothing changes).
 local plan = cjson.decode(ARGV[1])
 local reason = redis.call('GET', KEYS[2])
 if reason then return {-1, reason} end
-local now, ttl, due, lines = plan.now, plan.ttl, KEYS[1], ARGV[2]
+local now, due, lines = plan.now, KEYS[1], ARGV[2]
+local ttl_ms, refresh_ms = plan.ttl * 1000, plan.refresh_ms or 0
 local pos, accepted, dups = 1, 0, 0
 for _, g in ipairs(plan.groups) do
   local meta, member = g.meta, g.member
@@ -34,7 +37,10 @@ for _, g in ipairs(plan.groups) do
   for _, id in ipairs(g.ids) do
     local stop = string.find(lines, '\n', pos, true) or (#lines + 1)
     local seen = g.seen_prefix .. id
-    if redis.call('SET', seen, member, 'NX', 'EX', ttl) then
+    -- A marker's expiry tells all: none (-2) is a new id; no expiry (-1) is a tombstone.
+    local left = redis.call('PTTL', seen)
+    if left == -2 then
+      redis.call('SET', seen, member, 'PX', ttl_ms)
       local raw = string.sub(lines, pos, stop - 1)
       local m = cjson.decode(raw)
       redis.call('RPUSH', g.buf, raw)
@@ -42,8 +48,10 @@ for _, g in ipairs(plan.groups) do
       if newest > 0 and m.ts - newest > g.gap_ms then gap = true end
       if m.ts > newest then newest = m.ts end
     else
-      -- Seeing an id again keeps it remembered; a deleted id (no expiry) stays deleted.
-      if redis.call('TTL', seen) > 0 then redis.call('EXPIRE', seen, ttl) end
+      -- Seeing an id again keeps it remembered; a deleted id (no expiry) stays deleted. The
+      -- plugin re-sends every id thirty times: a write (and an AOF line) for each would be
+      -- most of this script's cost, so the expiry is renewed only once it has run down a bit.
+      if left >= 0 and left < ttl_ms - refresh_ms then redis.call('PEXPIRE', seen, ttl_ms) end
       dups = dups + 1
     end
     pos = stop + 1

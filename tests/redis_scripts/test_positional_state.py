@@ -19,11 +19,10 @@ from shared.buffers import (
     Commit,
     CommitOutcome,
     ConversationSettings,
-    IncomingMessage,
 )
 from shared.conversations import ConversationRef
 from shared.messages import Message
-from tests.support.buffer_save import buffer_save
+from tests.support.buffer_save import IncomingMessage, buffer_save
 from tests.support.redis_dump import load_dump
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "redis_v2_positional.json"

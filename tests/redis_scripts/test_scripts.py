@@ -17,15 +17,15 @@ from shared.buffers import (
     Commit,
     CommitOutcome,
     ConversationSettings,
-    IncomingMessage,
     LeaseCheck,
+    refresh_after_ms,
 )
 from shared.conversations import ConversationRef
 from shared.errors import AgentBlocked
 from shared.messages import Message
 from shared.quarantine import FailOutcome, Quarantine
 from shared.redis_scripts import SOURCES
-from tests.support.buffer_save import buffer_save
+from tests.support.buffer_save import IncomingMessage, buffer_save
 
 REF = ConversationRef(collection="mem_polaris", source="discord", channel_id="c1")
 AGENT = AgentRef("Polaris", REF.collection)
@@ -117,6 +117,40 @@ def test_dedupe_stores_once_and_a_resend_refreshes_the_ttl(
     assert [m["i"] for m in stored] == ["a", "b"]
     assert r.lrange(keys.buffer(REF.key), 0, -1)[0] == msg("a", 1_000).to_json()  # byte for byte
     assert r.hget(keys.meta(REF.key), "chars") == str(2 * msg("a", 0).size)
+
+
+# A known id's marker, before a re-send: (ms of its expiry run down, or None for a tombstone)
+# -> whether the re-send renews it. The fixture's TTL is 600 s, so the refresh step is 6 s
+# (1% of it; a minute for the default 30 days).
+REFRESH = [
+    ("just seen: left as it is (no write)", 1_000, False),
+    ("a step run down: renewed to the full TTL", 7_000, True),
+    ("nearly expired: renewed", 599_000, True),
+    ("a tombstone: keeps no expiry", None, False),
+]
+
+
+@pytest.mark.parametrize(("run_down", "renewed"), [c[1:] for c in REFRESH],
+                         ids=[c[0] for c in REFRESH])  # fmt: skip
+def test_a_resend_renews_a_marker_once_a_step_of_it_has_run_down(
+    r: redis.Redis, buffers: Buffers, run_down: int | None, renewed: bool
+) -> None:
+    assert refresh_after_ms(600) == 6_000 and refresh_after_ms(30 * 86_400) == 60_000
+    seen = keys.seen(REF.collection, REF.source, "a")
+    assert buffer_save(buffers, AGENT, incoming(msg("a", 1_000)), QUIET).accepted == 1
+    if run_down is None:
+        r.set(seen, keys.TOMBSTONE)
+    else:
+        r.pexpire(seen, 600_000 - run_down)
+    before = r.pttl(seen)
+    assert buffer_save(buffers, AGENT, incoming(msg("a", 1_000)), QUIET).duplicates == 1
+    after = r.pttl(seen)
+    if run_down is None:
+        assert after == -1
+    elif renewed:
+        assert 599_000 <= after <= 600_000
+    else:
+        assert before - 1_000 <= after <= before
 
 
 def test_a_tombstoned_id_never_returns_and_stays_tombstoned(

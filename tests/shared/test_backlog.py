@@ -9,10 +9,10 @@ import redis
 
 from shared import keys
 from shared.backlog import read_backlog
-from shared.buffers import AgentRef, Buffers, ConversationSettings, IncomingMessage
+from shared.buffers import AgentRef, Buffers, ConversationSettings
 from shared.conversations import ConversationRef
 from shared.messages import Message
-from tests.support.buffer_save import buffer_save
+from tests.support.buffer_save import IncomingMessage, buffer_save
 
 IDLE = ConversationSettings(min_chars=100_000, gap_seconds=3600, idle_seconds=3600)
 IMPORT = ConversationSettings(100_000, 3600, 3600, idle_timer=False)

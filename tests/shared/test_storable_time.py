@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shared.timestamps import (
     MAX_STORABLE_MS,
@@ -54,3 +56,30 @@ def test_huge_integers_no_longer_overflow() -> None:
     # math.isfinite(10**400) raised OverflowError: a 500 on /save.
     assert from_number(10**400) == 10**400
     assert normalize_timestamp(10**400, NOW) == 10**400
+
+
+def _reference_storable(value: object, now: int) -> int:
+    # storable_timestamp as first written, without its fast path for epoch ms
+    found = normalize_timestamp(value, now)
+    if found < 0:
+        raise UnstorableTime("is before 1970; storable times are the years 1970 to 9999")
+    if found > MAX_STORABLE_MS:
+        raise UnstorableTime("after 9999")
+    return found
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.integers(min_value=-(10**20), max_value=10**20)
+    | st.sampled_from([10**12, 10**12 + 1, MAX_STORABLE_MS, MAX_STORABLE_MS + 1, 10**9])
+)
+def test_the_epoch_ms_fast_path_answers_as_the_conversion_does(value: int) -> None:
+    try:
+        expected: int | None = _reference_storable(value, NOW)
+    except UnstorableTime:
+        expected = None
+    try:
+        found: int | None = storable_timestamp(value, NOW)
+    except UnstorableTime:
+        found = None
+    assert found == expected

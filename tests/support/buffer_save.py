@@ -4,17 +4,29 @@ script as the API's AsyncSaver sends, for tests that buffer messages without an 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from shared.buffers import (
     AgentRef,
     Buffers,
     ConversationSettings,
-    IncomingMessage,
+    SaveBatches,
     SaveCounts,
     save_call,
     save_counts,
 )
+from shared.conversations import ConversationRef
+from shared.messages import Message
 from shared.redis_scripts import SOURCES
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingMessage:
+    """A test's shorthand for one message and its conversation; grouped as /save groups them."""
+
+    conversation: ConversationRef
+    message: Message
+    guild_id: str | None = None
 
 
 def buffer_save(
@@ -23,6 +35,9 @@ def buffer_save(
     incoming: Sequence[IncomingMessage],
     conv: ConversationSettings,
 ) -> SaveCounts:
+    batches = SaveBatches()
+    for item in incoming:
+        batches.add(item.conversation, item.message, item.guild_id)
     script = buffers.redis.register_script(SOURCES["save"])
-    script_keys, args = save_call(agent, incoming, conv, buffers.dedupe_ttl)
+    script_keys, args = save_call(agent, batches, conv, buffers.dedupe_ttl)
     return save_counts(script(keys=script_keys, args=args))

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from shared import keys
 from shared.agents import AgentConfig, Agents
-from shared.buffers import AgentRef, Claim, ConversationSettings, IncomingMessage
+from shared.buffers import AgentRef, Claim, ConversationSettings
 from shared.conversations import ConversationRef
 from shared.format import chunk_text
 from shared.messages import Message
@@ -27,7 +27,7 @@ from shared.store_edge import EdgeStore
 from tests.conftest import EMBEDDING_DIMS
 from tests.factories import BASE_TS
 from tests.stack import stack_settings
-from tests.support.buffer_save import buffer_save
+from tests.support.buffer_save import IncomingMessage, buffer_save
 from tests.support.embedding_server import EmbeddingServer, embed_text
 from workers.collections import CollectionGuard
 from workers.flush import BLOCKED_RETRY_SECONDS, FlushDeps, FlushReport, flush

@@ -26,7 +26,7 @@ import workers.flush
 from shared import keys
 from shared.agents import AgentConfig, Agents
 from shared.buffer_deletes import BufferDeletes, BufferScope
-from shared.buffers import AgentRef, Claim, ConversationSettings, IncomingMessage
+from shared.buffers import AgentRef, Claim, ConversationSettings
 from shared.conversations import ConversationRef
 from shared.messages import Message
 from shared.quarantine import FailOutcome, Quarantine
@@ -36,7 +36,7 @@ from shared.store_qdrant import QdrantStore
 from tests.conftest import EMBEDDING_DIMS
 from tests.legacy import BASE_TS, MICROSECONDS_TS, SOURCE, buffer_legacy, record
 from tests.stack import stack_settings
-from tests.support.buffer_save import buffer_save
+from tests.support.buffer_save import IncomingMessage, buffer_save
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.qdrant_server import QdrantTestServer
 from workers.collections import CollectionGuard
