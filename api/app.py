@@ -26,6 +26,7 @@ from api.routes import (
     save,
     ui,
 )
+from api.save_body import document_save_body
 from shared.agent_names import AgentNames
 from shared.buffers import AsyncSaver
 from shared.runtime import Runtime, async_redis_client
@@ -69,6 +70,7 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
     install_door(app, settings)
     _install_observability(app, settings)
     app.include_router(save.router)
+    document_save_body(app)
     app.include_router(retrieve.router)
     app.include_router(operations.router)
     app.include_router(agents.router)

@@ -20,7 +20,7 @@ from shared.ids import (
     one_line_name,
     shown,
 )
-from shared.messages import Message
+from shared.messages import stored_json
 from shared.naming import speaker_name
 from shared.settings import Settings
 from shared.timestamps import UnstorableTime, storable_timestamp
@@ -139,6 +139,7 @@ def ingest(request: SaveRequest, agent: AgentConfig, source: str) -> Ingest:
             )
         user_id = item.user_id or item.discord_user_id
         is_self = item.speaker_kind == "self"
-        message = Message(item.message_id, text, ts, speakers.of(item, user_id), user_id, is_self)
-        batch.append(message, item.guild_id)
+        speaker = speakers.of(item, user_id)
+        line = stored_json(item.message_id, text, ts, speaker, user_id, is_self)
+        batch.append(item.message_id, line, item.guild_id)
     return Ingest(batches, skipped, refusals)

@@ -9,10 +9,11 @@ import sys
 from collections.abc import Sequence
 
 import uvicorn
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from starlette.concurrency import run_in_threadpool
 
 from api.app import create_app
+from api.save_body import save_body
 from api.schemas import SaveRequest
 from shared.settings import Settings
 from workers.celery_app import make_celery
@@ -26,8 +27,10 @@ def build(settings: Settings) -> FastAPI:
     celery = make_celery(settings)
 
     @app.post("/noop", status_code=202)
-    async def noop(body: SaveRequest) -> dict[str, int]:
-        """Same body parsing as /save, no work: the cost floor of this server and client."""
+    async def noop(request: Request) -> dict[str, int]:
+        """Same body parsing as /save (api/save_body.py), no work: the cost floor of this server
+        and client."""
+        await save_body(request)
         return {"accepted": 0, "duplicates": 0, "skipped": 0}
 
     def enqueue_each(body: SaveRequest) -> int:
@@ -37,8 +40,9 @@ def build(settings: Settings) -> FastAPI:
         return len(body.messages)
 
     @app.post("/naive", status_code=202)
-    async def naive(body: SaveRequest) -> dict[str, int]:
+    async def naive(request: Request) -> dict[str, int]:
         """The naive design: one Celery task per received message, dedupe left to the worker."""
+        body = await save_body(request)
         sent = await run_in_threadpool(enqueue_each, body)
         return {"accepted": sent, "duplicates": 0, "skipped": 0}
 

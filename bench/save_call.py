@@ -64,9 +64,12 @@ def main() -> None:
 
 def _request(code: Any, ref: Any, messages: list[Any]) -> list[Any]:
     """One request's messages as this code's save takes them: one batch per conversation, or
-    (code before ConversationBatch, run with --code) one IncomingMessage each."""
-    if hasattr(code, "ConversationBatch"):
-        return [code.ConversationBatch(ref, messages, "guild1")]
+    (code before SaveBatches, run with --code) one IncomingMessage each."""
+    if hasattr(code, "SaveBatches"):
+        batches = code.SaveBatches()
+        for message in messages:
+            batches.add(ref, message, "guild1")
+        return list(batches)
     return [code.IncomingMessage(ref, m, "guild1") for m in messages]
 
 

@@ -30,14 +30,17 @@ from shared.redis_text import as_text
 
 @dataclass(slots=True)
 class ConversationBatch:
-    """One conversation's messages in one save, resolved and ready to buffer, in arrival order."""
+    """One conversation's messages in one save, as the save script takes them: their ids and
+    their stored JSON (shared/messages.stored_json), in arrival order."""
 
     conversation: ConversationRef
-    messages: list[Message] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
     guild_id: str | None = None  # the first guild one of them names
 
-    def append(self, message: Message, guild_id: str | None = None) -> None:
-        self.messages.append(message)
+    def append(self, message_id: str, line: str, guild_id: str | None = None) -> None:
+        self.ids.append(message_id)
+        self.lines.append(line)
         if self.guild_id is None and guild_id:
             self.guild_id = guild_id
 
@@ -61,7 +64,7 @@ class SaveBatches:
         return found
 
     def add(self, ref: ConversationRef, message: Message, guild_id: str | None = None) -> None:
-        self.batch(ref).append(message, guild_id)
+        self.batch(ref).append(message.id, message.to_json(), guild_id)
 
     def __iter__(self) -> Iterator[ConversationBatch]:
         return iter(self._by_key.values())
@@ -158,7 +161,7 @@ def _group(
     once = {Field.AGENT: name, Field.SOURCE: ref.source, Field.CID: ref.conversation_id or "",
             Field.CHANNEL: ref.channel_id or "", Field.GUILD: batch.guild_id or "",
             Field.NOIDLE: "" if conv.idle_timer else "1"}  # fmt: skip
-    raw.extend(message.to_json() for message in batch.messages)
+    raw.extend(batch.lines)
     return {
         "meta": keys.meta(key), "buf": keys.buffer(key), "member": key,
         "convs": keys.conversations(ref.collection), "agent": name,
@@ -166,7 +169,7 @@ def _group(
         "min_chars": conv.min_chars, "gap_ms": int(conv.gap_seconds * 1000),
         "idle_ms": int(conv.idle_seconds * 1000),
         "seen_prefix": keys.seen(ref.collection, ref.source, ""),
-        "ids": [keys.part(message.id) for message in batch.messages],
+        "ids": [keys.part(message_id) for message_id in batch.ids],
     }  # fmt: skip
 
 
@@ -196,7 +199,7 @@ def save_call(
 ) -> tuple[list[str], list[str]]:
     """The save script's keys and arguments: the same for the sync and the async client."""
     raw: list[str] = []
-    groups = [_group(agent.name, batch, conv, raw) for batch in batches if batch.messages]
+    groups = [_group(agent.name, batch, conv, raw) for batch in batches if batch.ids]
     plan = {"now": _now_ms(), "ttl": ttl, "refresh_ms": refresh_after_ms(ttl),
             "collection": agent.collection, "groups": groups}  # fmt: skip
     script_keys = [keys.DUE, keys.blocked(agent.collection), keys.NAMES, keys.QUARANTINE]

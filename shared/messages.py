@@ -15,6 +15,32 @@ def _encode(record: dict[str, object]) -> str:
     return pydantic_core.to_json(record).decode()
 
 
+def message_size(text: str, speaker: str) -> int:
+    """The chunker's size of a message: text plus speaker plus the "Speaker: " overhead."""
+    return len(text) + len(speaker) + 4
+
+
+def stored_json(
+    message_id: str,
+    text: str,
+    ts: int,
+    speaker: str,
+    user_id: str | None = None,
+    is_self: bool = False,
+) -> str:
+    """A message as a conversation's Redis buffer holds it (Message.to_json): /save writes one
+    for each message it receives, so it is written without making a Message first."""
+    # Short keys: a buffered message is the unit of Redis memory under a firehose.
+    record: dict[str, object] = {"i": message_id, "t": text, "s": speaker, "ts": ts}
+    # The chunker's size rides along so Redis scripts can keep the buffered-size hint exact.
+    record["z"] = message_size(text, speaker)
+    if user_id is not None:
+        record["u"] = user_id
+    if is_self:
+        record["me"] = 1
+    return _encode(record)
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     """One platform message, with its speaker already resolved by the agent's naming rules."""
@@ -28,19 +54,10 @@ class Message:
 
     @property
     def size(self) -> int:
-        """The chunker's size of a message: text plus speaker plus the "Speaker: " overhead."""
-        return len(self.text) + len(self.speaker) + 4
+        return message_size(self.text, self.speaker)
 
     def to_json(self) -> str:
-        # Short keys: a buffered message is the unit of Redis memory under a firehose.
-        record: dict[str, object] = {"i": self.id, "t": self.text, "s": self.speaker, "ts": self.ts}
-        # The chunker's size rides along so Redis scripts can keep the buffered-size hint exact.
-        record["z"] = self.size
-        if self.user_id is not None:
-            record["u"] = self.user_id
-        if self.is_self:
-            record["me"] = 1
-        return _encode(record)
+        return stored_json(self.id, self.text, self.ts, self.speaker, self.user_id, self.is_self)
 
     @classmethod
     def from_json(cls, raw: str | bytes) -> Message:

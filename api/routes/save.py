@@ -8,7 +8,8 @@ from fastapi import APIRouter, Request
 
 from api.deps import RuntimeDep, agent_for, agent_names, meters, saver
 from api.ingest import Ingest, check_limits, ingest
-from api.schemas import AGENT_ACCESS, SaveRequest, SaveResponse, error_docs
+from api.save_body import OPENAPI_BODY, save_body
+from api.schemas import AGENT_ACCESS, SaveResponse, error_docs
 from shared import log_context
 from shared.buffers import AgentRef, ConversationSettings
 from shared.errors import AgentBlocked
@@ -43,10 +44,12 @@ def _log_refusals(bot: str, result: Ingest, total: int) -> None:
     response_model=SaveResponse,
     response_model_exclude_defaults=True,
     responses=ERRORS,
+    openapi_extra=OPENAPI_BODY,
 )
-async def save(body: SaveRequest, request: Request, runtime: RuntimeDep) -> SaveResponse:
+async def save(request: Request, runtime: RuntimeDep) -> SaveResponse:
     """Buffer new messages; already seen ids count as duplicates, short ones as skipped, and
     messages that cannot be stored as refused (each with its reason)."""
+    body = await save_body(request)  # a call, not a dependency: one resolution step less
     check_limits(body, runtime.settings)
     agent = await agent_names(request).canonical(agent_for(body.bot, runtime, request))
     log_context.set_field("agent", agent.name)

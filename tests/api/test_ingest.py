@@ -10,6 +10,7 @@ from api.ingest import OTHER_IDS, ingest
 from api.schemas import SaveMessage, SaveRequest
 from shared.agents import AgentConfig
 from shared.ids import id_problem, message_id_problem
+from shared.messages import Message
 
 AGENT = AgentConfig(name="mythos", speaker_aliases={"42": "Ann"})
 TS = 1_718_000_000_000
@@ -49,7 +50,8 @@ def test_plain_ids_are_cleared_as_each_rule_would(
     if expected is None:
         assert result.refusals == []
         [batch] = list(result.batches)
-        assert [m.id for m in batch.messages] == [message_id]
+        assert batch.ids == [message_id]
+        assert [Message.from_json(line).id for line in batch.lines] == [message_id]
     else:
         [refusal] = result.refusals
         assert (refusal.field, refusal.reason) == (expected[0], f"{expected[0]} {expected[1]}")
@@ -68,7 +70,7 @@ def test_one_conversation_seen_with_two_channels_keeps_its_order() -> None:
     items = [item("1", "a", None), item("2", "b", "g2"), item("3", "a", "g1"), item("4", "b", None)]
     result = ingest(SaveRequest(bot="mythos", messages=items), AGENT, "discord")
     [batch] = list(result.batches)
-    assert [m.id for m in batch.messages] == ["1", "2", "3", "4"]
+    assert batch.ids == ["1", "2", "3", "4"]
     assert batch.conversation.channel_id == "a"
     assert batch.guild_id == "g2"
 
@@ -84,6 +86,7 @@ def test_speakers_resolve_per_message_with_one_lookup_per_speaker() -> None:
     ]
     result = ingest(SaveRequest(bot="mythos", messages=items), AGENT, "discord")
     [batch] = list(result.batches)
-    assert [m.speaker for m in batch.messages] == ["Ann", "Bo", "Cy", "mythos", "8", "Ann"]
-    assert [m.user_id for m in batch.messages] == ["42", "7", "7", None, "8", "42"]
-    assert [m.is_self for m in batch.messages] == [False, False, False, True, False, False]
+    stored = [Message.from_json(line) for line in batch.lines]
+    assert [m.speaker for m in stored] == ["Ann", "Bo", "Cy", "mythos", "8", "Ann"]
+    assert [m.user_id for m in stored] == ["42", "7", "7", None, "8", "42"]
+    assert [m.is_self for m in stored] == [False, False, False, True, False, False]
