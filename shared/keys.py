@@ -42,8 +42,8 @@ def agent_key(collection: str) -> str:
     return part(collection)
 
 
-# A dedupe marker's value: the conversation that stored the id (a conversation key: it has ':'),
-# or this for a deleted id, a tombstone, which is also the one marker without an expiry.
+# A deleted id's dedupe marker, a tombstone: this value and no expiry, so it is never stored
+# again (a seen id's marker holds its conversation and expires).
 TOMBSTONE = "deleted"
 
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import qdrant_edge as edge
 
+from shared import store
 from shared.bm25 import VECTOR_NAME, Terms
 from shared.edge_filters import to_edge
 from shared.errors import CollectionMissing, DimensionMismatch, StoreRefused
@@ -33,20 +34,6 @@ from shared.fields import TIMESTAMP
 from shared.filters import Filter, HasIds
 from shared.format import RecallHit
 from shared.memory_query import qdrant_id
-from shared.store import (
-    PAYLOAD_INDEXES,
-    UPSERT_BATCH,
-    CollectionState,
-    DenseQuery,
-    FusedPoint,
-    FusedQuery,
-    LexicalUnavailable,
-    Offset,
-    PageRequest,
-    PointToWrite,
-    Store,
-    StoredPoint,
-)
 from shared.store_browse import Point
 from shared.store_rules import check_compatible
 
@@ -110,7 +97,7 @@ OPTIMIZE_EVERY_SECONDS = 2.0
 # segment, and the writer itself optimizes as soon as a segment's worth is unindexed: one
 # optimize then indexes one segment, never the many a background run would find after a fast
 # import (a 10k import indexed in one run held the GIL for seconds; BENCHMARKS.md §13).
-SLICE_POINTS = min(UPSERT_BATCH, SEGMENT_POINTS // 2)
+SLICE_POINTS = min(store.UPSERT_BATCH, SEGMENT_POINTS // 2)
 
 
 def segment_kb(dims: int) -> int:
@@ -134,7 +121,7 @@ class Shard:
     unindexed: int = 0  # points written (or moved by an update) since the last optimize
 
 
-class EdgeStore(Store):
+class EdgeStore(store.Store):
     """Collections as Qdrant Edge shards in one folder, for one process."""
 
     def __init__(
@@ -280,7 +267,7 @@ class EdgeStore(Store):
 
     # --- collections ---------------------------------------------------------------------
 
-    def collection(self, name: str) -> CollectionState | None:
+    def collection(self, name: str) -> store.CollectionState | None:
         shard = self._shard(name)
         if shard is None:
             return None
@@ -290,7 +277,7 @@ class EdgeStore(Store):
         size = metadata.get("dimensions")
         model = metadata.get("embedding_model")
         encoding = metadata.get("bm25_encoding")
-        return CollectionState(
+        return store.CollectionState(
             name=name,
             size=size if isinstance(size, int) else None,
             points_count=info.points_count,
@@ -300,7 +287,7 @@ class EdgeStore(Store):
             bm25_encoding=encoding if isinstance(encoding, str) else None,
         )
 
-    def ensure_collection(self, name: str, *, size: int, model: str) -> CollectionState:
+    def ensure_collection(self, name: str, *, size: int, model: str) -> store.CollectionState:
         state = self.collection(name)
         if state is None:
             self._create(name, size=size, model=model)
@@ -311,12 +298,12 @@ class EdgeStore(Store):
             self._record(name, embedding_model=model, dimensions=size)
             state = self.collection(name)
             assert state is not None
-        missing = [f for f in PAYLOAD_INDEXES if f not in state.indexed_fields]
+        missing = [f for f in store.PAYLOAD_INDEXES if f not in state.indexed_fields]
         for field_name in missing:
             self._write(
                 name,
                 edge.UpdateOperation.create_field_index(
-                    field_name, SCHEMAS[PAYLOAD_INDEXES[field_name]]
+                    field_name, SCHEMAS[store.PAYLOAD_INDEXES[field_name]]
                 ),
             )
         if missing:
@@ -333,7 +320,7 @@ class EdgeStore(Store):
         self._create(name, size=size, model=model)
         if bm25_encoding is not None:
             self._record(name, bm25_encoding=bm25_encoding)
-        for field_name, schema in PAYLOAD_INDEXES.items():
+        for field_name, schema in store.PAYLOAD_INDEXES.items():
             self._write(name, edge.UpdateOperation.create_field_index(field_name, SCHEMAS[schema]))
 
     def _create(self, name: str, *, size: int, model: str | None) -> None:
@@ -369,13 +356,13 @@ class EdgeStore(Store):
 
     # --- points ----------------------------------------------------------------------------
 
-    def upsert(self, name: str, points: Sequence[PointToWrite]) -> None:
+    def upsert(self, name: str, points: Sequence[store.PointToWrite]) -> None:
         for start in range(0, len(points), SLICE_POINTS):
             batch = points[start : start + SLICE_POINTS]
             structs = [edge.Point(p.id, _vectors(p.vector, p.terms), p.payload) for p in batch]
             self._write(name, edge.UpdateOperation.upsert_points(structs), points=len(batch))
 
-    def nearest(self, name: str, query: DenseQuery) -> list[RecallHit]:
+    def nearest(self, name: str, query: store.DenseQuery) -> list[RecallHit]:
         request = edge.QueryRequest(
             limit=query.limit,
             offset=query.offset,
@@ -394,7 +381,7 @@ class EdgeStore(Store):
             raise DimensionMismatch.of_query(name, len(query.vector), e) from e
         return [RecallHit(id=str(p.id), score=p.score, payload=p.payload or {}) for p in found]
 
-    def fused_query(self, name: str, query: FusedQuery) -> list[FusedPoint]:
+    def fused_query(self, name: str, query: store.FusedQuery) -> list[store.FusedPoint]:
         flt = to_edge(query.query_filter)
         sparse = edge.SparseVector(list(query.terms.indices), list(query.terms.values))
         legs = [
@@ -423,8 +410,8 @@ class EdgeStore(Store):
         try:
             found = self._with(name, lambda s: s.query(request), missing=NO_HITS)
         except Exception as exc:
-            raise LexicalUnavailable(f"{name} refused a fused query: {exc}") from exc
-        return [FusedPoint(str(p.id), p.score, dict(p.payload or {})) for p in found]
+            raise store.LexicalUnavailable(f"{name} refused a fused query: {exc}") from exc
+        return [store.FusedPoint(str(p.id), p.score, dict(p.payload or {})) for p in found]
 
     def cosines(self, name: str, ids: Sequence[str], dense: Sequence[float]) -> dict[str, float]:
         if not ids:
@@ -439,7 +426,7 @@ class EdgeStore(Store):
         found = self._with(name, lambda s: s.query(request), missing=NO_HITS)
         return {str(p.id): p.score for p in found}
 
-    def read_page(self, name: str, request: PageRequest) -> tuple[list[Point], Offset]:
+    def read_page(self, name: str, request: store.PageRequest) -> tuple[list[Point], store.Offset]:
         fields = request.fields
         scroll = edge.ScrollRequest(
             offset=None if request.offset is None else qdrant_id(str(request.offset)),
@@ -534,8 +521,8 @@ class EdgeStore(Store):
     # --- moving a pool -----------------------------------------------------------------------
 
     def points_page(
-        self, name: str, offset: Offset, *, with_vectors: bool, limit: int
-    ) -> tuple[list[StoredPoint], Offset]:
+        self, name: str, offset: store.Offset, *, with_vectors: bool, limit: int
+    ) -> tuple[list[store.StoredPoint], store.Offset]:
         request = edge.ScrollRequest(
             offset=None if offset is None else qdrant_id(str(offset)),
             limit=limit,
@@ -543,10 +530,10 @@ class EdgeStore(Store):
             with_vector=with_vectors,
         )
         records, following = self._with(name, lambda s: s.scroll(request), missing=NO_PAGE)
-        found = [StoredPoint.read(str(r.id), r.payload, r.vector) for r in records]
+        found = [store.StoredPoint.read(str(r.id), r.payload, r.vector) for r in records]
         return found, None if following is None else _offset(following)
 
-    def write_points(self, name: str, points: Sequence[StoredPoint]) -> None:
+    def write_points(self, name: str, points: Sequence[store.StoredPoint]) -> None:
         for start in range(0, len(points), SLICE_POINTS):
             batch = points[start : start + SLICE_POINTS]
             structs = [edge.Point(qdrant_id(p.id), _stored_vectors(p), p.payload) for p in batch]
@@ -621,7 +608,7 @@ def _vectors(dense: Sequence[float], terms: Terms | None) -> Any:
     return {"": list(dense), VECTOR_NAME: sparse}
 
 
-def _stored_vectors(point: StoredPoint) -> Any:
+def _stored_vectors(point: store.StoredPoint) -> Any:
     vectors: dict[str, Any] = {}
     if point.vector is not None:
         vectors[""] = list(point.vector)
@@ -631,7 +618,7 @@ def _stored_vectors(point: StoredPoint) -> Any:
     return vectors
 
 
-def _offset(raw: Any) -> Offset:
+def _offset(raw: Any) -> store.Offset:
     return raw if isinstance(raw, int) else str(raw)
 
 

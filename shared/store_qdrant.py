@@ -16,26 +16,13 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
+from shared import store
 from shared.bm25 import VECTOR_NAME, Terms
 from shared.errors import CollectionMissing, DimensionMismatch, StoreRefused, UpstreamUnavailable
 from shared.fields import TIMESTAMP
 from shared.filters import Filter, HasIds
 from shared.format import RecallHit
 from shared.memory_query import qdrant_id
-from shared.store import (
-    PAYLOAD_INDEXES,
-    UPSERT_BATCH,
-    CollectionState,
-    DenseQuery,
-    FusedPoint,
-    FusedQuery,
-    LexicalUnavailable,
-    Offset,
-    PageRequest,
-    PointToWrite,
-    Store,
-    StoredPoint,
-)
 from shared.store_browse import Point
 from shared.store_qdrant_filters import to_qdrant
 from shared.store_rules import (
@@ -69,7 +56,7 @@ SCHEMAS = {"keyword": models.PayloadSchemaType.KEYWORD, "integer": models.Payloa
 FUSIONS: dict[str, models.Fusion] = {"dbsf": models.Fusion.DBSF, "rrf": models.Fusion.RRF}
 
 
-class QdrantStore(Store):
+class QdrantStore(store.Store):
     """Qdrant collections and points for memory-pool; the server and local mode alike."""
 
     def __init__(
@@ -131,7 +118,7 @@ class QdrantStore(Store):
 
     # --- collections ---------------------------------------------------------------------
 
-    def collection(self, name: str) -> CollectionState | None:
+    def collection(self, name: str) -> store.CollectionState | None:
         info = self._read(name, lambda client: client.get_collection(name), missing=None)
         return None if info is None else collection_state(name, info)
 
@@ -139,7 +126,7 @@ class QdrantStore(Store):
         with self._io() as client:
             return sorted(c.name for c in client.get_collections().collections)
 
-    def ensure_collection(self, name: str, *, size: int, model: str) -> CollectionState:
+    def ensure_collection(self, name: str, *, size: int, model: str) -> store.CollectionState:
         """Creates the collection, or checks an existing one and records our model on it; then
         adds the BM25 sparse vector where it is missing (a server that refuses: dense only)."""
         state = self.collection(name) or self._create(name, size=size, model=model)
@@ -152,7 +139,7 @@ class QdrantStore(Store):
         self._learn_bm25(name, state.has_bm25)
         return state
 
-    def _create(self, name: str, *, size: int, model: str) -> CollectionState:
+    def _create(self, name: str, *, size: int, model: str) -> store.CollectionState:
         vectors = models.VectorParams(size=size, distance=models.Distance.COSINE)
         try:
             self._create_collection(name, vectors, model_metadata(model, size))
@@ -186,7 +173,7 @@ class QdrantStore(Store):
                     "Qdrant refused %s, creating %s without it: %s", "+".join(extra), name, e
                 )
 
-    def _add_bm25(self, state: CollectionState) -> CollectionState:
+    def _add_bm25(self, state: store.CollectionState) -> store.CollectionState:
         """The BM25 vector added in place (Qdrant 1.18+); st-qdrant-memory never sees it."""
         config = models.SparseVectorNameConfig(
             sparse=models.SparseVectorConfig(modifier=models.Modifier.IDF)
@@ -204,7 +191,7 @@ class QdrantStore(Store):
             return state
         return self._require(state.name)
 
-    def _record_model(self, name: str, *, size: int, model: str) -> CollectionState:
+    def _record_model(self, name: str, *, size: int, model: str) -> store.CollectionState:
         try:
             with self._io() as client:
                 client.update_collection(name, metadata=model_metadata(model, size))
@@ -219,15 +206,15 @@ class QdrantStore(Store):
         check_compatible(state, size=size, model=model)
         return state
 
-    def _ensure_indexes(self, state: CollectionState) -> None:
+    def _ensure_indexes(self, state: store.CollectionState) -> None:
         if self._local:
             return  # local mode ignores payload indexes and warns about each one
-        for field_name, schema in PAYLOAD_INDEXES.items():
+        for field_name, schema in store.PAYLOAD_INDEXES.items():
             if field_name not in state.indexed_fields:
                 with self._io() as client:
                     client.create_payload_index(state.name, field_name, SCHEMAS[schema], wait=True)
 
-    def _require(self, name: str) -> CollectionState:
+    def _require(self, name: str) -> store.CollectionState:
         state = self.collection(name)
         if state is None:
             # deleted between two of our calls: someone else is managing it, try again later
@@ -236,11 +223,11 @@ class QdrantStore(Store):
 
     # --- points ----------------------------------------------------------------------------
 
-    def upsert(self, name: str, points: Sequence[PointToWrite]) -> None:
+    def upsert(self, name: str, points: Sequence[store.PointToWrite]) -> None:
         """Both vectors in the same request where the collection has BM25, the dense alone
         elsewhere (st-qdrant-memory's points, older servers: the backfill adds the terms)."""
-        for start in range(0, len(points), UPSERT_BATCH):
-            batch = points[start : start + UPSERT_BATCH]
+        for start in range(0, len(points), store.UPSERT_BATCH):
+            batch = points[start : start + store.UPSERT_BATCH]
             # one lock hold per batch, so a long import does not starve recall in local mode
             sparse = any(p.terms is not None for p in batch) and self._writes_terms(name)
             try:
@@ -271,7 +258,9 @@ class QdrantStore(Store):
         self._learn_bm25(name, state is not None and state.has_bm25)
         return self.bm25[name]
 
-    def _upsert_batch(self, name: str, batch: Sequence[PointToWrite], *, sparse: bool) -> None:
+    def _upsert_batch(
+        self, name: str, batch: Sequence[store.PointToWrite], *, sparse: bool
+    ) -> None:
         structs = [
             models.PointStruct(id=p.id, vector=point_vectors(p, sparse=sparse), payload=p.payload)
             for p in batch
@@ -279,7 +268,7 @@ class QdrantStore(Store):
         with self._io() as client:
             client.upsert(name, structs, wait=True)
 
-    def nearest(self, name: str, query: DenseQuery) -> list[RecallHit]:
+    def nearest(self, name: str, query: store.DenseQuery) -> list[RecallHit]:
         """Nearest points by cosine; a missing collection (a new agent) has none."""
         try:
             response = self._read(
@@ -306,7 +295,7 @@ class QdrantStore(Store):
             RecallHit(id=str(p.id), score=p.score, payload=p.payload or {}) for p in response.points
         ]
 
-    def read_page(self, name: str, request: PageRequest) -> tuple[list[Point], Offset]:
+    def read_page(self, name: str, request: store.PageRequest) -> tuple[list[Point], store.Offset]:
         fields = request.fields
         with_payload: bool | models.PayloadSelectorInclude = (
             True if fields is None else models.PayloadSelectorInclude(include=list(fields))
@@ -394,7 +383,7 @@ class QdrantStore(Store):
 
     # --- hybrid recall ---------------------------------------------------------------------
 
-    def fused_query(self, name: str, query: FusedQuery) -> list[FusedPoint]:
+    def fused_query(self, name: str, query: store.FusedQuery) -> list[store.FusedPoint]:
         flt = to_qdrant(query.query_filter)
         legs = [
             models.Prefetch(
@@ -425,10 +414,12 @@ class QdrantStore(Store):
                 missing=None,
             )
         except (UnexpectedResponse, ValueError) as exc:
-            raise LexicalUnavailable(f"{name} refused a fused query: {exc}") from exc
+            raise store.LexicalUnavailable(f"{name} refused a fused query: {exc}") from exc
         if response is None:
             return []
-        return [FusedPoint(str(p.id), p.score, dict(p.payload or {})) for p in response.points]
+        return [
+            store.FusedPoint(str(p.id), p.score, dict(p.payload or {})) for p in response.points
+        ]
 
     def cosines(self, name: str, ids: Sequence[str], dense: Sequence[float]) -> dict[str, float]:
         if not ids:
@@ -484,8 +475,8 @@ class QdrantStore(Store):
     # --- moving a pool -----------------------------------------------------------------------
 
     def points_page(
-        self, name: str, offset: Offset, *, with_vectors: bool, limit: int
-    ) -> tuple[list[StoredPoint], Offset]:
+        self, name: str, offset: store.Offset, *, with_vectors: bool, limit: int
+    ) -> tuple[list[store.StoredPoint], store.Offset]:
         nothing: tuple[list[models.Record], models.ExtendedPointId | None] = ([], None)
         records, following = self._read(
             name,
@@ -494,20 +485,20 @@ class QdrantStore(Store):
             ),
             missing=nothing,
         )
-        found = [StoredPoint.read(str(r.id), r.payload, r.vector) for r in records]
+        found = [store.StoredPoint.read(str(r.id), r.payload, r.vector) for r in records]
         return found, _offset(following)
 
-    def write_points(self, name: str, points: Sequence[StoredPoint]) -> None:
+    def write_points(self, name: str, points: Sequence[store.StoredPoint]) -> None:
         sparse = self.bm25.get(name)
         if sparse is None:
             state = self.collection(name)
             sparse = self.bm25[name] = bool(state and state.has_bm25)
-        for start in range(0, len(points), UPSERT_BATCH):
+        for start in range(0, len(points), store.UPSERT_BATCH):
             structs = [
                 models.PointStruct(
                     id=qdrant_id(p.id), vector=_vectors_of(p, sparse=sparse), payload=p.payload
                 )
-                for p in points[start : start + UPSERT_BATCH]
+                for p in points[start : start + store.UPSERT_BATCH]
             ]
             try:
                 with self._io() as client:
@@ -552,11 +543,11 @@ class QdrantStore(Store):
             raise
 
 
-def _offset(raw: models.ExtendedPointId | None) -> Offset:
+def _offset(raw: models.ExtendedPointId | None) -> store.Offset:
     return raw if raw is None or isinstance(raw, int) else str(raw)
 
 
-def _vectors_of(point: StoredPoint, *, sparse: bool) -> Any:
+def _vectors_of(point: store.StoredPoint, *, sparse: bool) -> Any:
     vectors: dict[str, Any] = {}
     if point.vector is not None:
         vectors[""] = list(point.vector)

@@ -34,6 +34,7 @@ from shared.flush_plan import ChunkWrite, FlushPlan, idle_seconds, plan_flush
 from shared.format import ChunkContext, chunk_payload, chunk_text
 from shared.naming import point_id
 from shared.quarantine import Quarantine
+from shared.runtime import Runtime
 from shared.store import PointToWrite, Store
 from workers.collections import CollectionGuard
 from workers.failures import Action
@@ -55,10 +56,14 @@ class FlushDeps:
     store: Store
     agents: Agents
     collections: CollectionGuard
-    quarantine: Quarantine = field(init=False)
+    quarantine: Quarantine
 
-    def __post_init__(self) -> None:
-        self.quarantine = Quarantine(self.buffers.redis)
+    @classmethod
+    def of(cls, runtime: Runtime) -> FlushDeps:
+        """A process's clients, and the guard of its collections over them."""
+        guard = CollectionGuard(runtime.store, runtime.embedder, runtime.redis)
+        return cls(runtime.buffers, runtime.embedder, runtime.store, runtime.agents, guard,
+                   runtime.quarantine)  # fmt: skip
 
 
 @dataclass

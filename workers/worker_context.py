@@ -7,7 +7,6 @@ import threading
 from shared.agents import Agents
 from shared.runtime import Runtime
 from shared.settings import Settings
-from workers.collections import CollectionGuard
 from workers.flush import FlushDeps
 
 
@@ -27,11 +26,5 @@ class WorkerContext:
             if self._deps is None:
                 runtime = self._runtime or Runtime.build(self.settings, agents=self._agents)
                 self._runtime = runtime
-                self._deps = FlushDeps(
-                    buffers=runtime.buffers,
-                    embedder=runtime.embedder,
-                    store=runtime.store,
-                    agents=runtime.agents,
-                    collections=CollectionGuard(runtime.store, runtime.embedder, runtime.redis),
-                )
+                self._deps = FlushDeps.of(runtime)
             return self._deps

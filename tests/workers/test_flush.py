@@ -29,7 +29,6 @@ from tests.factories import BASE_TS
 from tests.stack import stack_settings
 from tests.support.buffer_save import IncomingMessage, buffer_save
 from tests.support.embedding_server import EmbeddingServer, embed_text
-from workers.collections import CollectionGuard
 from workers.flush import BLOCKED_RETRY_SECONDS, FlushDeps, FlushReport, flush
 
 IDLE = 0.5
@@ -124,14 +123,7 @@ def make_world(settings: Settings) -> Iterator[Callable[..., World]]:
     def make(*agents: AgentConfig) -> World:
         runtime = Runtime.build(settings, agents=Agents(list(agents), accept_unlisted=False))
         opened.append(runtime)
-        deps = FlushDeps(
-            buffers=runtime.buffers,
-            embedder=runtime.embedder,
-            store=runtime.store,
-            agents=runtime.agents,
-            collections=CollectionGuard(runtime.store, runtime.embedder, runtime.redis),
-        )
-        return World(runtime, deps)
+        return World(runtime, FlushDeps.of(runtime))
 
     yield make
     for runtime in opened:

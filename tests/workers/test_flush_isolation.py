@@ -39,7 +39,6 @@ from tests.stack import stack_settings
 from tests.support.buffer_save import IncomingMessage, buffer_save
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.qdrant_server import QdrantTestServer
-from workers.collections import CollectionGuard
 from workers.failures import UNKNOWN_FAILURES_ALLOWED
 from workers.flush import FlushDeps, FlushReport, flush
 
@@ -125,9 +124,7 @@ def make_world(
             agents = Agents([AgentConfig(name="victim")], accept_unlisted=True)
             runtime = Runtime.build(settings, agents=agents)
             stack.callback(runtime.close)
-            guard = CollectionGuard(runtime.store, runtime.embedder, runtime.redis)
-            deps = FlushDeps(runtime.buffers, runtime.embedder, runtime.store, agents, guard)
-            return World(runtime, deps)
+            return World(runtime, FlushDeps.of(runtime))
 
         yield make
 
