@@ -142,6 +142,16 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
+    def _dedupe_lasts_a_second(self) -> Settings:
+        # Dedupe markers expire in whole seconds; 0 would make every /save fail in Redis.
+        if self.dedupe_ttl_seconds < 1:
+            raise ValueError(
+                f"MEMORY_POOL_DEDUPE_TTL_DAYS ({self.dedupe_ttl_days:g}) must be at least one "
+                f"second ({1 / 86400:.7f} days)"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _openai_needs_no_key_but_a_model(self) -> Settings:
         # An OPENAI_API_KEY alone never switches the provider: only EMBEDDING_PROVIDER does.
         if self.embedding_model is None:

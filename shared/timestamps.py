@@ -71,6 +71,18 @@ MIN_STORABLE_MS = 0
 MAX_STORABLE_MS = epoch_ms(datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC))
 
 
+def _infinite_number(value: object) -> bool:
+    """A numeric string too big for a float ("1e309", 400 nines): read as its number, it is no
+    instant at all, as the JSON number 1e400 is not (a word like "Infinity" is no number)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        number = float(value)
+    except ValueError:
+        return False
+    return math.isinf(number) and any(char.isdigit() for char in value)
+
+
 def storable_timestamp(value: object, now_ms: int) -> int:
     """normalize_timestamp for a message to store: raises UnstorableTime for a number that is
     not finite, or an instant (after the ms/seconds/ISO conversion) outside years 1970-9999.
@@ -80,7 +92,7 @@ def storable_timestamp(value: object, now_ms: int) -> int:
     """
     if type(value) is int and MS_THRESHOLD < value <= MAX_STORABLE_MS:
         return value  # epoch ms, what nearly every client sends: no rule below changes it
-    if isinstance(value, float) and not math.isfinite(value):
+    if (isinstance(value, float) and not math.isfinite(value)) or _infinite_number(value):
         raise UnstorableTime("is not a finite number")
     found = normalize_timestamp(value, now_ms)
     if found < MIN_STORABLE_MS:

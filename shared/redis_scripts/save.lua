@@ -7,8 +7,8 @@
 -- ARGV[1]  the plan, JSON:
 --   now         ms since the epoch
 --   ttl         seconds a seen id is remembered (dedupe), counted from when it was last seen
---   refresh_ms  a re-sent id gets its full `ttl` back once this much of it has run down
---               (optional; 0, the default, refreshes on every re-send)
+--   refresh_ms  a re-sent id gets its full `ttl` back once this much of it has run down (or
+--               when it is longer than `ttl`); optional, 0 (the default) renews on every re-send
 --   collection  the agent's collection (its identity)
 --   groups      one table per conversation, in order:
 --     meta, buf, convs  the conversation's hash, buffer list, and its agent's conversation set
@@ -50,8 +50,11 @@ for _, g in ipairs(plan.groups) do
     else
       -- Seeing an id again keeps it remembered; a deleted id (no expiry) stays deleted. The
       -- plugin re-sends every id thirty times: a write (and an AOF line) for each would be
-      -- most of this script's cost, so the expiry is renewed only once it has run down a bit.
-      if left >= 0 and left < ttl_ms - refresh_ms then redis.call('PEXPIRE', seen, ttl_ms) end
+      -- most of this script's cost, so the expiry is set back to `ttl` only once it is a step
+      -- away from it: run down, or longer (the setting was lowered since).
+      if left >= 0 and (left < ttl_ms - refresh_ms or left > ttl_ms) then
+        redis.call('PEXPIRE', seen, ttl_ms)
+      end
       dups = dups + 1
     end
     pos = stop + 1

@@ -88,9 +88,19 @@ def raw_with(mid: str, field: str, raw_value: str) -> str:
         "1e30",
         "1" + "0" * 400,  # 10**400 as a JSON number (a 500 before)
         "1e400",  # read as infinity
+        '"1e309"',  # the same as a string (it was stored as "now")
         '"1969-12-31T23:59:59Z"',
     ],
-    ids=["microseconds", "year-1", "year-10000", "1e30", "10**400", "1e400", "1969"],
+    ids=[
+        "microseconds",
+        "year-1",
+        "year-10000",
+        "1e30",
+        "10**400",
+        "1e400",
+        "1e309-string",
+        "1969",
+    ],
 )
 def test_a_time_outside_the_storable_years_refuses_that_message_only(
     client: TestClient, r: redis.Redis, raw_ts: str

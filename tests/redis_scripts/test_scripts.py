@@ -126,6 +126,7 @@ REFRESH = [
     ("just seen: left as it is (no write)", 1_000, False),
     ("a step run down: renewed to the full TTL", 7_000, True),
     ("nearly expired: renewed", 599_000, True),
+    ("longer than the TTL (the setting since lowered): brought down to it", -100_000, True),
     ("a tombstone: keeps no expiry", None, False),
 ]
 

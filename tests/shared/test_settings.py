@@ -88,6 +88,18 @@ def test_refuses_bad_values(monkeypatch: pytest.MonkeyPatch, name: str, value: s
         Settings()
 
 
+@pytest.mark.parametrize("days", ["0.000001", "0.00001"])
+def test_a_dedupe_ttl_under_a_second_is_refused_at_start(
+    monkeypatch: pytest.MonkeyPatch, days: str
+) -> None:
+    # Redis keeps expiries in whole seconds here: 0 would make every /save a 503.
+    monkeypatch.setenv("MEMORY_POOL_DEDUPE_TTL_DAYS", days)
+    with pytest.raises(ValidationError, match=r"DEDUPE_TTL_DAYS .* at least one second"):
+        Settings()
+    monkeypatch.setenv("MEMORY_POOL_DEDUPE_TTL_DAYS", "0.0000116")  # 1.002 s
+    assert Settings().dedupe_ttl_seconds == 1
+
+
 def test_the_lease_outlasts_an_upsert() -> None:
     with pytest.raises(ValidationError, match=r"LEASE_SECONDS \(20\) must be more than twice"):
         Settings(MEMORY_POOL_LEASE_SECONDS=20, MEMORY_POOL_QDRANT_TIMEOUT=10)

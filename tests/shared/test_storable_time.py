@@ -45,6 +45,11 @@ def test_storable_times(value: object, expected: int) -> None:
         (10**400, r"beyond the year 10\^9"),
         (float("inf"), "not a finite number"),
         (float("nan"), "not a finite number"),
+        # a numeric string is read as its number (1e30 as a string is refused like 1e30), also
+        # one too big for a float: before, it read as infinity, so as no time at all: now
+        ("1e309", "not a finite number"),
+        (" -1e400 ", "not a finite number"),
+        ("9" * 400, "not a finite number"),
     ],
 )
 def test_unstorable_times(value: object, message: str) -> None:
