@@ -73,13 +73,13 @@ def _id_problem(item: SaveMessage) -> tuple[str, str] | None:
 
 def _checked_time(index: int, item: SaveMessage, now_ms: int) -> int | Refusal:
     """The message's timestamp when it can be stored; else why it cannot."""
-    try:
-        found = _id_problem(item)
-        if found is None:
+    found = _id_problem(item)
+    if found is None:
+        try:
             return storable_timestamp(item.ts, now_ms)
-        field, problem = found
-    except UnstorableTime as exc:
-        field, problem = "ts", str(exc)
+        except UnstorableTime as exc:
+            found = ("ts", str(exc))
+    field, problem = found
     mid = shown(item.message_id, MAX_ID_CHARS)
     return Refusal(index=index, message_id=mid, field=field, reason=f"{field} {problem}")
 
