@@ -1,10 +1,10 @@
 # The two commands README gives: `make run` (install and start memory-pool) and `make test`
-# (install the test extra and run the whole suite, exactly what CI runs).
+# (the system tools the tests use, the test extra, then the whole suite: exactly what CI runs).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint install install-test
+.PHONY: run test test-tools lint install install-test
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "memory-pool needs Python 3.11+")'
@@ -32,5 +32,9 @@ lint: install-test
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint
+# First, so a tool that cannot be installed stops the run at once (scripts/test-tools.sh).
+test-tools:
+	bash scripts/test-tools.sh
+
+test: test-tools lint
 	$(BIN)/python -m pytest

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +102,19 @@ def test_the_monitoring_profile_is_optional_pinned_and_provisioned() -> None:
         "memory-pool-worker": 9108,
         "memory-pool-scheduler": 9109,
     }
+
+
+def test_a_compose_client_accepts_the_file(tmp_path: Path) -> None:
+    # docker compose reads .env beside the file; the example is what a user copies there.
+    for name in ("docker-compose.yml", ".env.example"):
+        (tmp_path / name).write_bytes((ROOT / name).read_bytes())
+    (tmp_path / ".env").write_bytes((ROOT / ".env.example").read_bytes())
+    for folder in ("monitoring", "config"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    binary = shutil.which("docker-compose")
+    assert binary, "docker-compose is missing: scripts/test-tools.sh installs it"
+    checked = subprocess.run(
+        [binary, "-f", "docker-compose.yml", "config", "-q"],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert checked.returncode == 0, checked.stderr

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The system tools the test suite runs, installed from Debian's packages where missing.
+# `make test` runs this first and `.ci/run` runs `make test`: this table is the one list.
+# A machine that has every tool gets no apt-get and no sudo; one that cannot install a missing
+# tool stops here with one line naming it, not with failing tests ten minutes later.
+set -euo pipefail
+
+# tool on the PATH | Debian package | how to install (a test needs the binary, not its extras)
+TOOLS="
+redis-server  redis-server     recommends
+chromium      chromium         recommends
+chromedriver  chromium-driver  recommends
+prometheus    prometheus       no-recommends
+docker-compose docker-compose  no-recommends
+git           git              no-recommends
+"
+APT_TIMEOUT=${TEST_TOOLS_APT_TIMEOUT:-600}
+# An index refresh that cannot reach its mirror must fail within the minute the caller waits.
+UPDATE_TIMEOUT=${TEST_TOOLS_UPDATE_TIMEOUT:-50}
+
+missing=() with_recommends=() without_recommends=()
+while read -r tool package how; do
+  [ -n "$tool" ] || continue
+  command -v "$tool" >/dev/null 2>&1 && continue
+  missing+=("$tool")
+  if [ "$how" = recommends ]; then with_recommends+=("$package"); else without_recommends+=("$package"); fi
+done <<<"$TOOLS"
+[ "${#missing[@]}" -eq 0 ] && exit 0
+
+packages=("${with_recommends[@]}" "${without_recommends[@]}")
+fail() {
+  echo "make test: missing ${missing[*]}; install the Debian packages ${packages[*]} ($1)" >&2
+  exit 1
+}
+
+command -v apt-get >/dev/null 2>&1 || fail "no apt-get on this machine"
+if [ "$(id -u)" = 0 ]; then
+  as_root=()
+elif command -v sudo >/dev/null 2>&1 && sudo -n true >/dev/null 2>&1; then
+  as_root=(sudo -n)
+elif command -v sudo >/dev/null 2>&1 && [ -t 0 ]; then
+  echo "make test: installing ${packages[*]} needs root: sudo asks for your password" >&2
+  as_root=(sudo)
+else
+  fail "not root and no sudo to run apt-get"
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+apt_install() {
+  [ "${#with_recommends[@]}" -eq 0 ] \
+    || timeout "$APT_TIMEOUT" "${as_root[@]}" apt-get install -y -qq "${with_recommends[@]}" \
+    || return 1
+  [ "${#without_recommends[@]}" -eq 0 ] \
+    || timeout "$APT_TIMEOUT" "${as_root[@]}" apt-get install -y -qq --no-install-recommends \
+      "${without_recommends[@]}"
+}
+
+echo "make test: installing ${packages[*]} with apt-get (for ${missing[*]})" >&2
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+# A fresh machine's package lists may be empty or stale: refresh them once, only if needed.
+if ! apt_install >"$log" 2>&1; then
+  timeout "$UPDATE_TIMEOUT" "${as_root[@]}" apt-get update -qq >>"$log" 2>&1 \
+    || { tail -n 3 "$log" >&2; fail "apt-get update failed"; }
+  apt_install >>"$log" 2>&1 || { tail -n 3 "$log" >&2; fail "apt-get install failed"; }
+fi
+
+still=()
+while read -r tool _; do
+  [ -n "$tool" ] || continue
+  command -v "$tool" >/dev/null 2>&1 || still+=("$tool")
+done <<<"$TOOLS"
+[ "${#still[@]}" -eq 0 ] || { missing=("${still[@]}"); fail "installed, yet not on the PATH"; }
