@@ -9,10 +9,10 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from api.errors import install_error_handlers
-from api.hybrid_recall import LexicalCollections
 from api.metrics import ApiMeters, HttpMetrics, backlog_registry
 from api.middleware import install_door
-from api.recall import QueryCache
+from api.recall.lexical import LexicalCollections
+from api.recall.query_cache import QueryCache
 from api.request_id import RequestId
 from api.routes import (
     agents,
@@ -27,10 +27,10 @@ from api.routes import (
     ui,
 )
 from api.save_body import document_save_body
-from shared.agent_names import AgentNames
-from shared.buffers import AsyncSaver
 from shared.runtime import Runtime, async_redis_client
 from shared.settings import Settings
+from shared.state.agent_names import AgentNames
+from shared.state.buffers import AsyncSaver
 
 
 def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI:

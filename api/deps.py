@@ -13,11 +13,11 @@ from shared.runtime import Runtime
 if TYPE_CHECKING:  # the app's parts, for their types only (api.app imports this module's users)
     from prometheus_client import CollectorRegistry
 
-    from api.hybrid_recall import LexicalCollections
     from api.metrics import ApiMeters
-    from api.recall import QueryCache
-    from shared.agent_names import AgentNames
-    from shared.buffers import AsyncSaver
+    from api.recall.lexical import LexicalCollections
+    from api.recall.query_cache import QueryCache
+    from shared.state.agent_names import AgentNames
+    from shared.state.buffers import AsyncSaver
 
 # Dependencies that do no I/O are `async def`: FastAPI runs a plain `def` dependency in its
 # threadpool, a hand-off that cost /save measurable CPU (BENCHMARKS.md, section 1).

@@ -28,7 +28,7 @@ from shared.errors import (
     UnknownAgent,
     UpstreamUnavailable,
 )
-from shared.ids import replace_surrogates
+from shared.format.ids import replace_surrogates
 
 log = logging.getLogger(__name__)
 

@@ -6,12 +6,13 @@ from typing import Any
 
 import redis
 
-from shared import bm25_store, keys
+from api.recall.lexical import hybrid_possible
 from shared.errors import MemoryPoolError
-from shared.hybrid_store import hybrid_possible
-from shared.redis_text import as_text
 from shared.runtime import Runtime
-from shared.store import CollectionState
+from shared.state import keys
+from shared.state.text import as_text
+from shared.store import bm25_terms as bm25_store
+from shared.store.interface import CollectionState
 
 CELERY_QUEUE = "celery"
 

@@ -7,11 +7,9 @@ from dataclasses import dataclass
 
 from api.schemas import Refusal, SaveMessage, SaveRequest
 from shared.agents import AgentConfig
-from shared.buffers import ConversationBatch, SaveBatches
-from shared.chunking import is_storable
-from shared.conversations import ConversationRef
 from shared.errors import RequestTooLarge
-from shared.ids import (
+from shared.format.chunking import is_storable
+from shared.format.ids import (
     MAX_ID_CHARS,
     clean_text,
     id_problem,
@@ -20,12 +18,14 @@ from shared.ids import (
     one_line_name,
     shown,
 )
-from shared.messages import stored_json
-from shared.naming import speaker_name
+from shared.format.messages import stored_json
+from shared.format.naming import speaker_name
+from shared.format.timestamps import UnstorableTime, storable_timestamp
 from shared.settings import Settings
-from shared.timestamps import UnstorableTime, storable_timestamp
+from shared.state.buffers import ConversationBatch, SaveBatches
+from shared.state.conversations import ConversationRef
 
-# The per-message ids besides message_id, checked by the same rule (shared/ids.py).
+# The per-message ids besides message_id, checked by the same rule (shared/format/ids.py).
 OTHER_IDS = ("user_id", "discord_user_id", "channel_id", "guild_id", "conversation_id")
 
 
@@ -53,7 +53,7 @@ def check_limits(request: SaveRequest, settings: Settings) -> None:
 
 def _id_problem(item: SaveMessage) -> tuple[str, str] | None:
     """The first id of a message that cannot be stored, and why; None for nearly every one."""
-    # Plain ids joined are plain: one check clears a message of snowflakes (shared/ids.py).
+    # Plain ids joined are plain: one check clears a message of snowflakes (shared/format/ids.py).
     every_id = (
         f"{item.message_id}{item.user_id or ''}{item.discord_user_id or ''}"
         f"{item.channel_id or ''}{item.guild_id or ''}{item.conversation_id or ''}"

@@ -8,10 +8,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from api.schemas import AGENT_ACCESS, error_docs
-from shared import fields
-from shared.format import utc_date
-from shared.memory_query import timestamp_of
-from shared.timestamps import MAX_STORABLE_MS
+from shared.format import fields
+from shared.format.payload import utc_date
+from shared.format.timestamps import MAX_STORABLE_MS
+from shared.store.memory_query import timestamp_of
 
 ST_EXTENSION = "sillytavern (extension)"  # how people know the points without a `source`
 

@@ -9,13 +9,13 @@ from starlette.types import Message, Receive, Scope, Send
 
 from api.ingest import Ingest
 from api.middleware import HttpMiddleware
-from shared import metrics
 from shared.agents import Agents
-from shared.backlog import BacklogCollector
-from shared.buffers import SaveCounts
-from shared.metrics import child
+from shared.ops import metrics
+from shared.ops.metrics import child
 from shared.runtime import Runtime
 from shared.settings import Settings
+from shared.state.backlog import BacklogCollector
+from shared.state.buffers import SaveCounts
 
 # Sources the known clients send; others count against the cap like unlisted agents.
 KNOWN_SOURCES = ("discord", "sillytavern", "hermes")

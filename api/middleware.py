@@ -16,7 +16,7 @@ from api.auth import find_key, presented_key
 from api.errors import error_body
 from shared.agents import Agents
 from shared.errors import RequestTooLarge, Unauthorized
-from shared.ids import shown
+from shared.format.ids import shown
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)

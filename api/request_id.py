@@ -11,7 +11,7 @@ from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
 
 from api.middleware import HttpMiddleware, send_error
-from shared import log_context
+from shared.ops import log_context
 
 log = logging.getLogger(__name__)
 

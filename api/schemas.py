@@ -8,9 +8,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from shared.bm25 import MAX_LEXICAL_THRESHOLD
-from shared.ids import MAX_ID_CHARS, MAX_SOURCE_CHARS, id_problem, message_id_problem
-from shared.timestamps import MAX_STORABLE_MS, MIN_STORABLE_MS
+from shared.embedding.bm25 import MAX_LEXICAL_THRESHOLD
+from shared.format.ids import MAX_ID_CHARS, MAX_SOURCE_CHARS, id_problem, message_id_problem
+from shared.format.timestamps import MAX_STORABLE_MS, MIN_STORABLE_MS
 
 Id = str
 MAX_EXCLUDED_IDS = 10_000  # the Discord plugin sends ~30
@@ -45,7 +45,7 @@ def _checked(problem: Callable[[str], str | None], field: str) -> AfterValidator
     return AfterValidator(check)
 
 
-# Fields of requests that are refused whole when they break the id rules (shared/ids.py).
+# Fields of requests that are refused whole when they break the id rules (shared/format/ids.py).
 StorableMessageId = Annotated[str, _checked(message_id_problem, "the message id")]
 StorableId = Annotated[str, _checked(id_problem, "the id")]
 Source = Annotated[

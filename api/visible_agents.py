@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from api.auth import request_key, resolve_agent
 from api.health import seen_agents
 from api.memory_schemas import AgentEntry, AgentList
-from shared import keys
 from shared.errors import MemoryPoolError
 from shared.runtime import Runtime
+from shared.state import keys
 
 
 def visible_agents(runtime: Runtime, headers: Mapping[str, str]) -> AgentList:

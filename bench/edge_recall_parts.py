@@ -13,14 +13,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from api.recall.query_filter import RecallFilters, recall_filter
 from bench.machine import describe
 from bench.recall_embedded import _queries
 from bench.retrieve_serve import COLLECTION, fill_edge
 from bench.stats import median, pct, table
-from shared.bm25 import query_terms
-from shared.recall_query import RecallFilters, recall_filter
-from shared.store import FusedQuery
-from shared.store_edge import EdgeStore
+from shared.embedding.bm25 import query_terms
+from shared.store.edge.engine import EdgeStore
+from shared.store.interface import FusedQuery
 
 
 def _timed(asks: list[tuple[list[float], list[str]]], call: Callable[..., object]) -> list[float]:

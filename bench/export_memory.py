@@ -25,10 +25,10 @@ from pathlib import Path
 import redis
 from qdrant_client import QdrantClient
 
-from shared import keys
-from shared.redis_upgrade import LAYOUT
-from shared.store import Store, StoredPoint
-from shared.store_qdrant import QdrantStore
+from shared.state import keys
+from shared.state.upgrade import LAYOUT
+from shared.store.interface import Store, StoredPoint
+from shared.store.qdrant.engine import QdrantStore
 from tests.support.qdrant_server import QdrantTestServer
 from tests.support.redis_server import RedisServer
 

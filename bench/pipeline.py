@@ -21,7 +21,7 @@ from bench.machine import RssSampler, describe
 from bench.stack import LOCAL_MODEL, Stack
 from bench.stats import median, ratio, table
 from bench.traffic import unique_bodies
-from shared.naming import collection_name
+from shared.format.naming import collection_name
 
 DIMS = 384
 AGENTS = 5

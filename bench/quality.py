@@ -14,21 +14,22 @@ from typing import Any
 
 from qdrant_client import QdrantClient
 
-from api.hybrid_recall import LexicalCollections
-from api.recall import QueryCache, RecallRequest, recall
+from api.recall.lexical import LexicalCollections
+from api.recall.query_cache import QueryCache
+from api.recall.query_filter import RecallFilters
+from api.recall.request import RecallRequest
+from api.recall.service import recall
 from bench.quality_data import ConversationSet, build
 from bench.stats import table
 from shared.agents import AgentConfig
-from shared.bm25 import document_terms
-from shared.chunking import cut
-from shared.embedder import InputRejected, make_embedder
-from shared.format import ChunkContext, chunk_payload, chunk_text
-from shared.naming import point_id
-from shared.recall_query import RecallFilters
-from shared.recall_rules import message_ids_of
+from shared.embedding.bm25 import document_terms
+from shared.embedding.embedder import InputRejected, make_embedder
+from shared.format.chunking import cut
+from shared.format.naming import point_id
+from shared.format.payload import ChunkContext, chunk_payload, chunk_text, message_ids_of
 from shared.settings import Settings
-from shared.store import PointToWrite, Store
-from shared.store_qdrant import QdrantStore
+from shared.store.interface import PointToWrite, Store
+from shared.store.qdrant.engine import QdrantStore
 from tests.support.minilm import model_folder
 
 AGENT = AgentConfig(name="quality", self_speaker="Mythos")

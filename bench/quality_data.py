@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from shared.messages import Message
+from shared.format.messages import Message
 
 NAMES = [
     "Biscuit",

@@ -15,14 +15,14 @@ import httpx
 import numpy as np
 from qdrant_client import QdrantClient, models
 
+from api.recall.query_filter import RecallFilters, recall_filter
 from bench.machine import describe, rss_mib
 from bench.stack import Stack
 from bench.stats import median, pct, ratio, table
 from bench.traffic import BASE_ID, START_MS, WORDS, sentence
-from shared.format import ChunkContext, chunk_payload
-from shared.messages import Message
-from shared.recall_query import RecallFilters, recall_filter
-from shared.store_qdrant_filters import to_qdrant
+from shared.format.messages import Message
+from shared.format.payload import ChunkContext, chunk_payload
+from shared.store.qdrant.filters import to_qdrant
 
 BOT = "recall"
 COLLECTION = "mem_recall"

@@ -23,17 +23,18 @@ import numpy as np
 import qdrant_edge as edge
 from qdrant_client import QdrantClient
 
+from api.recall.query_filter import RecallFilters, recall_filter
 from bench.machine import describe
 from bench.recall import _payloads
 from bench.stats import median, pct, ratio, table
 from bench.traffic import BASE_ID
-from shared.bm25 import document_terms
-from shared.edge_filters import to_edge
-from shared.fields import TEXT
-from shared.recall_query import RecallFilters, recall_filter
-from shared.store import PointToWrite, Store, StoredPoint
-from shared.store_edge import OPTIMIZE_EVERY_SECONDS, EdgeStore
-from shared.store_qdrant import QdrantStore
+from shared.embedding.bm25 import document_terms
+from shared.format.fields import TEXT
+from shared.store.edge.engine import EdgeStore
+from shared.store.edge.filters import to_edge
+from shared.store.edge.tuning import OPTIMIZE_EVERY_SECONDS
+from shared.store.interface import PointToWrite, Store, StoredPoint
+from shared.store.qdrant.engine import QdrantStore
 
 NAME = "mem_bench"
 MODEL = "bench-model"
@@ -146,7 +147,7 @@ def _edge_row(folder: Path, size: int, dims: int, samples: int) -> dict[str, obj
             flt = recall_filter(RecallFilters(), excluded)  # as /retrieve on a non-local store
             return store.query(NAME, vector, limit=20, score_threshold=0.0, query_filter=flt)
 
-        shard = store._shard(NAME)
+        shard = store.shards.get(NAME)
         assert shard is not None
         bare_it = iter(
             [(v, to_edge(recall_filter(RecallFilters(), excluded))) for v, excluded in queries]

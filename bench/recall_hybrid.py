@@ -26,16 +26,18 @@ import numpy as np
 import redis
 from qdrant_client import QdrantClient
 
-from api.hybrid_recall import LexicalCollections
-from api.recall import QueryCache, RecallRequest, recall
+from api.recall.lexical import LexicalCollections
+from api.recall.query_cache import QueryCache
+from api.recall.query_filter import RecallFilters
+from api.recall.request import RecallRequest
+from api.recall.service import recall
 from bench.machine import describe
 from bench.stats import median, pct, ratio, table
 from bench.traffic import BASE_ID, WORDS, sentence
 from shared.agents import AgentConfig
-from shared.bm25 import document_terms
-from shared.recall_query import RecallFilters
-from shared.store import PointToWrite, Store
-from shared.store_qdrant import QdrantStore
+from shared.embedding.bm25 import document_terms
+from shared.store.interface import PointToWrite, Store
+from shared.store.qdrant.engine import QdrantStore
 from tests.support.qdrant_server import QdrantTestServer
 from tests.support.redis_server import RedisServer
 from workers.backfill import backfill

@@ -27,17 +27,17 @@ import httpx
 import numpy as np
 import qdrant_edge as edge
 
+from api.recall.query_filter import RecallFilters, recall_filter
 from bench.machine import describe
 from bench.procs import ROOT, base_env
 from bench.recall import _payloads
 from bench.stack import Stack
 from bench.stats import median, pct, ratio, table
 from bench.traffic import BASE_ID, WORDS
-from shared.bm25 import document_terms
-from shared.edge_filters import to_edge
-from shared.recall_query import RecallFilters, recall_filter
-from shared.store import PointToWrite
-from shared.store_edge import EdgeStore
+from shared.embedding.bm25 import document_terms
+from shared.store.edge.engine import EdgeStore
+from shared.store.edge.filters import to_edge
+from shared.store.interface import PointToWrite
 from tests.support.redis_server import free_port
 
 BOT = "recall"

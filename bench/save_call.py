@@ -23,10 +23,10 @@ def main() -> None:
         sys.path.insert(0, options.code)
     import redis
 
-    import shared.buffers
-    from shared.buffers import AgentRef, Buffers, ConversationSettings
-    from shared.conversations import ConversationRef
-    from shared.messages import Message
+    import shared.state.buffers
+    from shared.format.messages import Message
+    from shared.state.buffers import AgentRef, Buffers, ConversationSettings
+    from shared.state.conversations import ConversationRef
     from tests.support.redis_server import RedisServer
 
     server = RedisServer().start()
@@ -43,7 +43,7 @@ def main() -> None:
             text = "a message of a Discord channel, about as long as most of them are " * 2
             messages = [Message(str(newest - 29 + i), f"{text}{i}", 1_700_000_000_000 + i, "Ann")
                         for i in range(30)]  # fmt: skip
-            requests.append(_request(shared.buffers, ref, messages))
+            requests.append(_request(shared.state.buffers, ref, messages))
         save = _saver(buffers)
         for request in requests[:200]:  # warm: the channels' earlier messages are known
             save(agent, request, conv)
@@ -55,7 +55,7 @@ def main() -> None:
         after = client.info("cpu")
         redis_cpu = sum(after[k] - before[k] for k in ("used_cpu_sys", "used_cpu_user"))
         n = options.requests
-        print(f"code: {sys.modules['shared.buffers'].__file__}")
+        print(f"code: {sys.modules['shared.state.buffers'].__file__}")
         print(f"client CPU {1000 * cpu / n:.3f} ms/req, wall {1000 * wall / n:.3f} ms/req, "
               f"Redis CPU {1000 * redis_cpu / n:.3f} ms/req ({n} requests)")  # fmt: skip
     finally:
@@ -78,8 +78,8 @@ def _saver(buffers: Any) -> Callable[..., object]:
     older version run with --code), else the script and arguments the API's AsyncSaver sends."""
     if hasattr(buffers, "save"):
         return buffers.save
-    from shared.buffers import save_call
-    from shared.redis_scripts import SOURCES
+    from shared.state.buffers import save_call
+    from shared.state.scripts import SOURCES
 
     script = buffers.redis.register_script(SOURCES["save"])
 

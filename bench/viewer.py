@@ -30,8 +30,8 @@ from bench.machine import describe
 from bench.recall import _payloads
 from bench.stack import Stack
 from bench.stats import median, pct, ratio, table
-from shared.store import PAYLOAD_INDEXES
-from shared.store_qdrant import SCHEMAS
+from shared.store.interface import PAYLOAD_INDEXES
+from shared.store.qdrant.collection_setup import SCHEMAS
 from tests.support.browser import chromium
 
 DIMS = 384

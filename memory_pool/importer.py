@@ -17,18 +17,12 @@ from typing import Any
 from tqdm import tqdm
 
 from client.http_client import MemoryPoolClient
+from memory_pool.sillytavern import ChatFile, id_character, message_id, parse_chat, user_speaker
 from shared.agents import AgentConfig
-from shared.chunking import cut, is_storable
-from shared.format import chunk_text
-from shared.messages import Message
-from shared.sillytavern import (
-    ChatFile,
-    id_character,
-    message_id,
-    parse_chat,
-    user_speaker,
-)
-from shared.timestamps import MAX_STORABLE_MS, MIN_STORABLE_MS, MS_THRESHOLD
+from shared.format.chunking import cut, is_storable
+from shared.format.messages import Message
+from shared.format.payload import chunk_text
+from shared.format.timestamps import MAX_STORABLE_MS, MIN_STORABLE_MS, MS_THRESHOLD
 
 SOURCE = "sillytavern"
 BATCH_MESSAGES = 200  # per /save, well under the server's 500

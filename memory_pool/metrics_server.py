@@ -24,7 +24,7 @@ def use_fresh_multiprocess_dir() -> Path:
     environment names (else in the temporary folder), removed at exit, and set in the
     environment, which forked children inherit. Never the named folder itself: a second worker
     on the host with the same setting would empty it under the first and serve its values."""
-    if "shared.metrics" in sys.modules:
+    if "shared.ops.metrics" in sys.modules:
         raise RuntimeError("multiprocess mode must be chosen before any metric exists")
     given = os.environ.get(MULTIPROC_ENV)
     if given:

@@ -21,18 +21,19 @@ from tqdm import tqdm
 
 from client.http_client import agent_path
 from memory_pool.embedded_redis import EmbeddedRedis, EmbeddedRedisError
-from shared import keys
 from shared.agents import Agents
-from shared.embedder import Embedder
+from shared.embedding.embedder import Embedder
 from shared.errors import MemoryPoolError
-from shared.naming import COLLECTION_BASE
-from shared.pool_format import BadExport, End, Tombstone, read_header, read_record
-from shared.pool_transfer import Moved, check_end, export_lines, import_lines
-from shared.redis_marks import RedisMarks, unwritten_messages
-from shared.redis_upgrade import upgrade
+from shared.format.naming import COLLECTION_BASE
+from shared.pool.format import BadExport, End, Tombstone, read_header, read_record
+from shared.pool.marks import RedisMarks, unwritten_messages
+from shared.pool.transfer import Moved, check_end, export_lines, import_lines
 from shared.runtime import redis_client
 from shared.settings import Settings
-from shared.store import Store
+from shared.state import keys
+from shared.state.upgrade import upgrade
+from shared.store.interface import Store
+from shared.store.open import open_store
 
 # One HTTP import request carries at most this much of the export (MEMORY_POOL_MAX_BODY_BYTES
 # is 8 MiB by default).
@@ -79,7 +80,7 @@ def open_pool(settings: Settings, agents: Agents) -> Iterator[OpenPool]:
         stack.callback(client.close)
         upgrade(client, agents)  # an older data folder's keys in today's layout
         try:
-            store = Store.open(settings)
+            store = open_store(settings)
         except RuntimeError as exc:  # qdrant-client: a local folder another process holds
             raise CommandFailed(f"cannot open the data folder's Qdrant: {exc}", code=2) from exc
         stack.callback(store.close)

@@ -16,10 +16,10 @@ from celery.worker import state as worker_state
 
 from api.app import create_app
 from memory_pool.embedded_redis import EmbeddedRedis
-from shared.local_migration import MigrationFailed, migrate_local_mode
 from shared.runtime import Runtime
 from shared.settings import Settings
-from shared.store_edge import EdgeStore
+from shared.store.edge.engine import EdgeStore
+from shared.store.migration import MigrationFailed, migrate_local_mode
 from workers.celery_app import make_celery
 from workers.metrics import meter_scheduler
 from workers.scheduler import celery_scheduler

@@ -10,10 +10,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from shared.bm25 import DEFAULT_LANGUAGE, DEFAULT_LEXICAL_THRESHOLD, MAX_LEXICAL_THRESHOLD
-from shared.chunking import ChunkRules
+from shared.embedding.bm25 import DEFAULT_LANGUAGE, DEFAULT_LEXICAL_THRESHOLD, MAX_LEXICAL_THRESHOLD
 from shared.errors import ConfigError, InvalidAgentName, UnknownAgent
-from shared.naming import collection_name
+from shared.format.chunking import ChunkRules
+from shared.format.naming import collection_name
 
 # Settings an agent may take from the file's `defaults` section.
 _DEFAULTABLE = (

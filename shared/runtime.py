@@ -9,14 +9,15 @@ import redis
 import redis.asyncio
 
 from shared.agents import Agents, load_agents
-from shared.buffers import Buffers
-from shared.dead_letters import DeadLetters
-from shared.embedder import Embedder, make_embedder
-from shared.metered import instrument_embedder, instrument_store
-from shared.quarantine import Quarantine
-from shared.redis_upgrade import upgrade_at_start
+from shared.embedding.embedder import Embedder, make_embedder
+from shared.ops.metered import instrument_embedder, instrument_store
 from shared.settings import Settings
-from shared.store import Store
+from shared.state.buffers import Buffers
+from shared.state.dead_letters import DeadLetters
+from shared.state.quarantine import Quarantine
+from shared.state.upgrade import upgrade_at_start
+from shared.store.interface import Store
+from shared.store.open import open_store
 
 
 def _redis_options(settings: Settings) -> dict[str, Any]:
@@ -72,7 +73,7 @@ class Runtime:
                 dedupe_ttl_seconds=settings.dedupe_ttl_seconds,
                 lease_seconds=settings.lease_seconds,
             ),
-            store=instrument_store(Store.open(settings)),
+            store=instrument_store(open_store(settings)),
             embedder=instrument_embedder(make_embedder(settings)),
             dead_letters=DeadLetters(client),
         )

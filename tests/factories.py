@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.messages import Message
+from shared.format.messages import Message
 
 # 2024-06-10T06:13:20Z, a fixed moment so dates in golden strings never drift.
 BASE_TS = 1_718_000_000_000

@@ -13,8 +13,8 @@ from typing import Any
 
 import redis
 
-from shared import keys
-from shared.conversations import ConversationRef
+from shared.state import keys
+from shared.state.conversations import ConversationRef
 
 SOURCE = "discord"
 # 2024-06-10T06:13:20Z in milliseconds; the same moment in microseconds is in year 56411.

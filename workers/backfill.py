@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 
 import redis
 
-from shared import bm25_store, keys
 from shared.agents import AgentConfig, Agents
-from shared.bm25 import documents_terms, encoding_of
+from shared.embedding.bm25 import documents_terms, encoding_of
 from shared.errors import DimensionMismatch, MemoryPoolError, ModelMismatch
-from shared.redis_lock import held
-from shared.store import CollectionState, Store
+from shared.state import keys
+from shared.state.lock import held
+from shared.store import bm25_terms as bm25_store
+from shared.store.interface import CollectionState, Store
 from workers.collections import CollectionGuard
 
 log = logging.getLogger(__name__)

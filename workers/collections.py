@@ -7,10 +7,10 @@ import threading
 
 import redis
 
-from shared import keys
-from shared.embedder import Embedder
+from shared.embedding.embedder import Embedder
 from shared.errors import DimensionMismatch, ModelMismatch
-from shared.store import Store
+from shared.state import keys
+from shared.store.interface import Store
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,6 @@ import redis
 from celery.exceptions import SoftTimeLimitExceeded
 from qdrant_client.http.exceptions import UnexpectedResponse
 
-from shared.backoff import compute_backoff
 from shared.errors import (
     CollectionMissing,
     DimensionMismatch,
@@ -25,6 +24,7 @@ from shared.errors import (
     UnknownAgent,
     UpstreamUnavailable,
 )
+from workers.backoff import compute_backoff
 
 # An exception nobody foresaw may be passing (a bug meeting rare data, a flaky library):
 # it is retried with backoff, and quarantined on its third failure in a row.

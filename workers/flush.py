@@ -7,22 +7,17 @@ anywhere can simply run again.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from types import TracebackType
 
 from celery.exceptions import SoftTimeLimitExceeded
 
-from shared import log_context
 from shared.agents import AgentConfig, Agents
-from shared.backoff import compute_backoff
-from shared.bm25 import document_terms
-from shared.buffers import Buffers, Claim, Commit, CommitOutcome, ConversationState, LeaseCheck
-from shared.conversation_meta import ConversationMeta, Field
-from shared.dead_letters import DeadLetter
-from shared.embedder import Embedder
+from shared.embedding.bm25 import document_terms
+from shared.embedding.embedder import Embedder
 from shared.errors import (
     CollectionMissing,
     DimensionMismatch,
@@ -30,12 +25,24 @@ from shared.errors import (
     ModelMismatch,
     UpstreamUnavailable,
 )
-from shared.flush_plan import ChunkWrite, FlushPlan, idle_seconds, plan_flush
-from shared.format import ChunkContext, chunk_payload, chunk_text
-from shared.naming import point_id
-from shared.quarantine import Quarantine
+from shared.format.flush_plan import ChunkWrite, FlushPlan, idle_seconds, plan_flush
+from shared.format.naming import point_id
+from shared.format.payload import ChunkContext, chunk_payload, chunk_text
+from shared.ops import log_context
 from shared.runtime import Runtime
-from shared.store import PointToWrite, Store
+from shared.state.buffers import (
+    Buffers,
+    Claim,
+    Commit,
+    CommitOutcome,
+    ConversationState,
+    LeaseCheck,
+)
+from shared.state.conversation_meta import ConversationMeta
+from shared.state.dead_letters import DeadLetter
+from shared.state.quarantine import Quarantine
+from shared.store.interface import PointToWrite, Store
+from workers.backoff import compute_backoff, retry_delay
 from workers.collections import CollectionGuard
 from workers.failures import Action
 from workers.isolation import BLOCKED_RETRY_SECONDS, set_aside
@@ -102,18 +109,12 @@ class _Work:
         )
 
 
-def _forced(meta: dict[str, str]) -> int:
-    """How many force-flush requests are pending on the conversation."""
-    return ConversationMeta.of(meta).force
-
-
-def idle_seconds_of(agent: AgentConfig, meta: dict[str, str]) -> float:
-    return idle_seconds(agent.idle_flush_seconds, idle_timer=ConversationMeta.of(meta).idle_timer)
+def idle_seconds_of(agent: AgentConfig, info: ConversationMeta) -> float:
+    return idle_seconds(agent.idle_flush_seconds, idle_timer=info.idle_timer)
 
 
 def _prepare(state: ConversationState, deps: FlushDeps, report: FlushReport) -> _Work | None:
     agent = deps.agents.get(state.agent)
-    meta = state.meta
     if state.inflight and not _take_back(deps, state, agent.collection_name, report):
         return None
     info = state.info  # after a take-back, which forgets `written`
@@ -123,8 +124,8 @@ def _prepare(state: ConversationState, deps: FlushDeps, report: FlushReport) -> 
         agent.rules,
         written=info.written,
         quiet_for_seconds=quiet,
-        idle_seconds=idle_seconds_of(agent, meta),
-        force=_forced(meta) > 0,
+        idle_seconds=idle_seconds_of(agent, info),
+        force=info.force > 0,
         max_closed=MAX_CLOSED_CHUNKS_PER_FLUSH,
     )
     return _Work(state, agent, plan)
@@ -144,8 +145,7 @@ def _take_back(deps: FlushDeps, state: ConversationState, collection: str,
         report.retried += 1  # given back to retry: counted like any other
         return False
     deps.buffers.settle(state.claim)
-    state.meta.pop(Field.INFLIGHT, None)
-    state.meta[Field.WRITTEN] = "0"
+    state.took_back()
     return True
 
 
@@ -154,9 +154,8 @@ _OUT_OF_TIME = (UpstreamUnavailable, SoftTimeLimitExceeded)
 
 
 def _retry(deps: FlushDeps, work: _Work, error: Exception, report: FlushReport) -> None:
-    retry_after = error.retry_after if isinstance(error, UpstreamUnavailable) else None
-    attempts = work.state.info.attempts
-    delay = compute_backoff(attempts, retry_after=retry_after)
+    """An outage: the conversation is given back to be flushed again after a backoff."""
+    delay = retry_delay(work.state.info.attempts, error)
     with log_context.bound(agent=work.agent.name, conversation=work.state.claim.conversation):
         log.warning("flush of %s waits %.1fs: %s", work.state.claim.conversation, delay, error)
     deps.buffers.release(work.state.claim, retry_in=delay, failed=True)
@@ -189,7 +188,7 @@ def _attach_vectors(work: list[_Work], vectors: Sequence[list[float] | InputReje
                 continue
             payload = chunk_payload(write.messages, item.context)
             pid = point_id(item.collection, item.context.source, write.messages[0].id)
-            # BM25 terms next to the dense vector, in the same upsert (shared/bm25.py)
+            # BM25 terms next to the dense vector, in the same upsert (shared/embedding/bm25.py)
             terms = document_terms(payload["text"], item.agent.language)
             item.points.append(PointToWrite(id=pid, vector=vector, payload=payload, terms=terms))
 
@@ -198,18 +197,17 @@ def _ready_for_writes(deps: FlushDeps, work: list[_Work], report: FlushReport) -
     """Keep the conversations whose collection can take writes; hold or retry the rest."""
     ready = []
     for item in work:
-        try:
-            deps.collections.ensure(item.collection)
-        except (DimensionMismatch, ModelMismatch):
-            deps.buffers.release(item.state.claim, retry_in=BLOCKED_RETRY_SECONDS, failed=False)
-            continue
-        except UpstreamUnavailable as exc:
-            _retry(deps, item, exc, report)
-            continue
-        except Exception as exc:  # Qdrant refuses the collection: its conversations alone
-            _isolated(deps, item.state.claim, item.state.meta, exc, report)
-            continue
-        ready.append(item)
+        # Qdrant refusing the collection sets its conversations aside, each alone
+        with _Alone(deps, report, item.state):
+            try:
+                deps.collections.ensure(item.collection)
+            except (DimensionMismatch, ModelMismatch):
+                deps.buffers.release(item.state.claim, retry_in=BLOCKED_RETRY_SECONDS, failed=False)
+                continue
+            except UpstreamUnavailable as exc:
+                _retry(deps, item, exc, report)
+                continue
+            ready.append(item)
     return ready
 
 
@@ -247,21 +245,20 @@ def _upsert_each(deps: FlushDeps, collection: str, items: list[_Work], error: Ex
     """Qdrant refused a collection's write: each conversation is written alone, so only the
     ones it refuses are set aside."""
     if len(items) == 1:
-        _isolated(deps, items[0].state.claim, items[0].state.meta, error, report)
+        _isolated(deps, report, items[0].state.claim, items[0].state.info, error)
         return []
     log.warning("Qdrant refused a write to %s (%s); writing its conversations one by one",
                 collection, error)  # fmt: skip
     stored = []
     for item in items:
-        try:
-            if item.points:
-                deps.store.upsert(collection, item.points)
-        except Exception as exc:
-            if isinstance(exc, CollectionMissing):
+        with _Alone(deps, report, item.state):
+            try:
+                if item.points:
+                    deps.store.upsert(collection, item.points)
+            except CollectionMissing:
                 deps.collections.forget(collection)
-            _isolated(deps, item.state.claim, item.state.meta, exc, report)
-            continue
-        stored.append(item)
+                raise
+            stored.append(item)
     return stored
 
 
@@ -273,16 +270,16 @@ def _commit(deps: FlushDeps, item: _Work, report: FlushReport) -> None:
         consumed_chars=plan.consumed_chars + open_chars,
         open_count=plan.open_count,
         written=0 if item.open_dead else plan.written_after,
-        idle_seconds=idle_seconds_of(item.agent, item.state.meta),
+        idle_seconds=idle_seconds_of(item.agent, item.state.info),
         wrote_points=bool(item.points),
         dead_letters=item.dead,
-        forced=_forced(item.state.meta),
+        forced=item.state.info.force,
     )
     outcome = deps.buffers.commit(item.state, commit)
     if outcome is CommitOutcome.CHANGED:
         # Messages were deleted while this flush ran: what it wrote may hold them. It still
         # holds the lease, so nobody else writes these points while it takes them back.
-        item.state.meta[Field.INFLIGHT] = json.dumps([point.id for point in item.points])
+        item.state.writing([point.id for point in item.points])
         if _take_back(deps, item.state, item.collection, report):
             deps.buffers.release(item.state.claim, retry_in=0, failed=False)
         return
@@ -300,12 +297,12 @@ def _still_ours(deps: FlushDeps, item: _Work) -> bool:
     return outcome is LeaseCheck.KEPT
 
 
-def _isolated(deps: FlushDeps, claim: Claim, meta: dict[str, str], error: Exception,
-              report: FlushReport) -> None:  # fmt: skip
+def _isolated(deps: FlushDeps, report: FlushReport, claim: Claim, info: ConversationMeta | None,
+              error: Exception) -> None:  # fmt: skip
     """One conversation failed: set it aside alone (workers/isolation.py). If even that fails
     (Redis gone), the lease expires and the sweep hands the conversation out again."""
     try:
-        action = set_aside(deps.buffers, deps.quarantine, claim, meta, error)
+        action = set_aside(deps.buffers, deps.quarantine, claim, info, error)
     except Exception:
         log.exception("could not set aside conversation %s after: %s", claim.conversation, error)
         return
@@ -313,11 +310,35 @@ def _isolated(deps: FlushDeps, claim: Claim, meta: dict[str, str], error: Except
     report.retried += int(action in (Action.RETRY, Action.COUNT))
 
 
+class _Alone:
+    """One conversation's step of the flush: whatever it raises sets that conversation aside
+    alone (`_isolated`) and the flush goes on with the others. What follows the step inside
+    the `with` runs only when the step succeeded."""
+
+    def __init__(
+        self, deps: FlushDeps, report: FlushReport, state: ConversationState | Claim
+    ) -> None:
+        self.deps, self.report = deps, report
+        self.claim = state if isinstance(state, Claim) else state.claim
+        # a step that starts from a claim sets this once it has read the conversation
+        self.state = None if isinstance(state, Claim) else state
+
+    def __enter__(self) -> _Alone:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 _: TracebackType | None) -> bool:  # fmt: skip
+        if not isinstance(error, Exception):
+            return False  # none, or an interrupt: not this conversation's failure
+        info = self.state.info if self.state is not None else None
+        _isolated(self.deps, self.report, self.claim, info, error)
+        return True
+
+
 def _start(claim: Claim, deps: FlushDeps, report: FlushReport) -> _Work | None:
     """Read and plan one conversation; a failure stays with it."""
-    state = None
-    try:
-        state = deps.buffers.begin(claim)
+    with _Alone(deps, report, claim) as alone:
+        state = alone.state = deps.buffers.begin(claim)
         if state is None:
             return None
         if not state.messages and not state.inflight:
@@ -325,9 +346,7 @@ def _start(claim: Claim, deps: FlushDeps, report: FlushReport) -> _Work | None:
             deps.buffers.commit(state, Commit(0, 0, 0, 0, 0.0, wrote_points=False))
             return None
         return _prepare(state, deps, report)
-    except Exception as exc:
-        _isolated(deps, claim, state.meta if state else {}, exc, report)
-        return None
+    return None
 
 
 def _formatted(deps: FlushDeps, work: list[_Work], report: FlushReport) -> list[_Work]:
@@ -335,12 +354,9 @@ def _formatted(deps: FlushDeps, work: list[_Work], report: FlushReport) -> list[
     is set aside alone."""
     done = []
     for item in work:
-        try:
+        with _Alone(deps, report, item.state):
             item.texts = [chunk_text(write.messages) for write in item.plan.writes]
-        except Exception as exc:
-            _isolated(deps, item.state.claim, item.state.meta, exc, report)
-            continue
-        done.append(item)
+            done.append(item)
     return done
 
 
@@ -355,7 +371,7 @@ def _embedded(deps: FlushDeps, work: list[_Work], report: FlushReport) -> list[_
         return []
     except Exception as exc:
         if len(work) == 1:
-            _isolated(deps, work[0].state.claim, work[0].state.meta, exc, report)
+            _isolated(deps, report, work[0].state.claim, work[0].state.info, exc)
             return []
         log.warning("an embedding batch failed (%s); embedding conversations one by one", exc)
         return [item for one in work for item in _embedded(deps, [one], report)]
@@ -367,30 +383,27 @@ def _attached(deps: FlushDeps, work: list[_Work], vectors: Sequence[list[float] 
     attached, position = [], 0
     for item in work:
         count = len(item.plan.writes)
-        try:
+        with _Alone(deps, report, item.state):
             _attach_vectors([item], vectors[position : position + count])
-        except Exception as exc:
-            _isolated(deps, item.state.claim, item.state.meta, exc, report)
-        else:
             attached.append(item)
         position += count
     return attached
 
 
-def _kept(deps: FlushDeps, item: _Work, report: FlushReport) -> bool:
-    try:
-        return _still_ours(deps, item)
-    except Exception as exc:
-        _isolated(deps, item.state.claim, item.state.meta, exc, report)
-        return False
+def _kept(deps: FlushDeps, work: list[_Work], report: FlushReport) -> list[_Work]:
+    """The conversations still ours and unchanged after the embedding's wait."""
+    kept = []
+    for item in work:
+        with _Alone(deps, report, item.state):
+            if _still_ours(deps, item):
+                kept.append(item)
+    return kept
 
 
 def _committed(deps: FlushDeps, work: list[_Work], report: FlushReport) -> None:
     for item in work:
-        try:
+        with _Alone(deps, report, item.state):
             _commit(deps, item, report)
-        except Exception as exc:
-            _isolated(deps, item.state.claim, item.state.meta, exc, report)
 
 
 def flush(claims: Sequence[Claim], deps: FlushDeps) -> FlushReport:
@@ -405,6 +418,6 @@ def flush(claims: Sequence[Claim], deps: FlushDeps) -> FlushReport:
         return report
     ready = _embedded(deps, ready, report)
     # Embedding may have taken a while: keep only conversations still ours and unchanged.
-    ready = [item for item in ready if _kept(deps, item, report)]
+    ready = _kept(deps, ready, report)
     _committed(deps, _upsert(deps, ready, report), report)
     return report

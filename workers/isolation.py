@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import logging
 
-from shared import log_context
-from shared.backoff import compute_backoff
-from shared.buffers import Buffers, Claim
-from shared.conversation_meta import ConversationMeta, Field
-from shared.errors import UpstreamUnavailable
-from shared.quarantine import FailOutcome, Quarantine
+from shared.ops import log_context
+from shared.state.buffers import Buffers, Claim
+from shared.state.conversation_meta import ConversationMeta
+from shared.state.quarantine import FailOutcome, Quarantine
+from workers.backoff import retry_delay
 from workers.failures import (
     UNKNOWN_FAILURES_ALLOWED,
     Action,
@@ -30,38 +29,36 @@ BLOCKED_RETRY_SECONDS = 60.0
 
 
 def set_aside(
-    buffers: Buffers, quarantine: Quarantine, claim: Claim, meta: dict[str, str], error: Exception
+    buffers: Buffers,
+    quarantine: Quarantine,
+    claim: Claim,
+    info: ConversationMeta | None,
+    error: Exception,
 ) -> Action:
-    """Deal with one conversation's failure alone; returns what was done, with the action
-    COUNT meaning it was retried (not yet quarantined)."""
-    # Its lines carry the conversation as context fields (JSON logs filter on them).
-    with log_context.bound(agent=meta.get(Field.AGENT), conversation=claim.conversation):
-        return _judged(buffers, quarantine, claim, meta, error)
-
-
-def _judged(
-    buffers: Buffers, quarantine: Quarantine, claim: Claim, meta: dict[str, str], error: Exception
-) -> Action:
+    """Deal with one conversation's failure alone (`info`: its hash as the flush read it, None
+    when it failed before reading it); returns what was done, with the action COUNT meaning
+    it was retried (not yet quarantined)."""
     verdict = judge(error)
-    where = f"agent {meta.get(Field.AGENT, '?')!r}, conversation {claim.conversation}"
-    if verdict.action is Action.RETRY:
-        retry_after = error.retry_after if isinstance(error, UpstreamUnavailable) else None
-        delay = compute_backoff(ConversationMeta.of(meta).attempts, retry_after=retry_after)
-        log.warning("flush of %s waits %.1fs: %s", where, delay, verdict.reason)
-        buffers.release(claim, retry_in=delay, failed=True)
-        return Action.RETRY
-    if verdict.action is Action.HOLD:
-        log.error("flush of %s is held: %s", where, verdict.reason)
-        buffers.release(claim, retry_in=BLOCKED_RETRY_SECONDS, failed=False)
-        return Action.HOLD
-    return _count(quarantine, claim, meta, verdict, error, where)
+    where = f"agent {info.agent if info else '?'!r}, conversation {claim.conversation}"
+    # Its lines carry the conversation as context fields (JSON logs filter on them).
+    with log_context.bound(agent=info.agent if info else None, conversation=claim.conversation):
+        if verdict.action is Action.RETRY:
+            delay = retry_delay(info.attempts if info else 0, error)
+            log.warning("flush of %s waits %.1fs: %s", where, delay, verdict.reason)
+            buffers.release(claim, retry_in=delay, failed=True)
+            return Action.RETRY
+        if verdict.action is Action.HOLD:
+            log.error("flush of %s is held: %s", where, verdict.reason)
+            buffers.release(claim, retry_in=BLOCKED_RETRY_SECONDS, failed=False)
+            return Action.HOLD
+        return _count(quarantine, claim, info, verdict, error, where)
 
 
-def _count(quarantine: Quarantine, claim: Claim, meta: dict[str, str], verdict: Verdict,
+def _count(quarantine: Quarantine, claim: Claim, info: ConversationMeta | None, verdict: Verdict,
            error: Exception, where: str) -> Action:  # fmt: skip
     """A failure of the data (or unforeseen): counted, quarantined at the threshold."""
     once = verdict.action is Action.QUARANTINE
-    failures = ConversationMeta.of(meta).failures
+    failures = info.failures if info else 0
     outcome = quarantine.fail(
         claim,
         verdict.reason,
@@ -69,7 +66,7 @@ def _count(quarantine: Quarantine, claim: Claim, meta: dict[str, str], verdict: 
         retry_in=unknown_retry_delay(failures),
         # A flush that read the conversation knows its generation: a delete meanwhile (the
         # fix of a bad message, perhaps) is tried again, not quarantined on the old reason.
-        generation=ConversationMeta.of(meta).generation if meta else "",
+        generation=info.generation if info else "",
     )
     if outcome is FailOutcome.CHANGED:
         log.warning("flush of %s failed (%s) while a delete changed it; tried again now",

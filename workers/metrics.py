@@ -1,5 +1,5 @@
 """Worker and scheduler metrics, observed from outside: the flush task's timing and FlushReport,
-retries by the cause its embedder and store calls saw (shared/metered.py), the sweep's ticks."""
+retries by the cause its embedder and store calls saw (shared/ops/metered.py), the sweep's ticks."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from prometheus_client import Counter, Histogram
 
-from shared import metrics
-from shared.metered import FlushCauses, collecting_causes
+from shared.ops import metrics
+from shared.ops.metered import FlushCauses, collecting_causes
 from workers.flush import FlushReport
 from workers.scheduler import Scheduler
 

@@ -7,11 +7,9 @@ from dataclasses import dataclass
 
 import redis
 
-from shared import fields, keys
 from shared.agents import Agents
-from shared.bm25 import DEFAULT_LANGUAGE, document_terms
-from shared.dead_letters import DeadLetter, DeadLetters
-from shared.embedder import Embedder
+from shared.embedding.bm25 import DEFAULT_LANGUAGE, document_terms
+from shared.embedding.embedder import Embedder
 from shared.errors import (
     DimensionMismatch,
     InputRejected,
@@ -19,8 +17,11 @@ from shared.errors import (
     ModelMismatch,
     UpstreamUnavailable,
 )
-from shared.redis_lock import held
-from shared.store import PointToWrite, Store
+from shared.format import fields
+from shared.state import keys
+from shared.state.dead_letters import DeadLetter, DeadLetters
+from shared.state.lock import held
+from shared.store.interface import PointToWrite, Store
 from workers.collections import CollectionGuard
 
 log = logging.getLogger(__name__)

@@ -9,11 +9,11 @@ from collections.abc import Callable
 
 from celery import Celery
 
-from shared.buffers import Buffers, Claim
-from shared.contracts import BACKFILL_TASK, FLUSH_TASK, REPLAY_TASK, FlushTask
-from shared.dead_letters import DeadLetters
-from shared.keys import BACKFILL_QUEUED
 from shared.settings import Settings
+from shared.state.buffers import Buffers, Claim
+from shared.state.dead_letters import DeadLetters
+from shared.state.keys import BACKFILL_QUEUED
+from workers.contracts import BACKFILL_TASK, FLUSH_TASK, REPLAY_TASK, FlushTask
 
 log = logging.getLogger(__name__)
 

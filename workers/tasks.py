@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 
 from celery import Celery, Task
 
-from shared import log_context, metrics
-from shared.buffers import Claim
-from shared.contracts import BACKFILL_TASK, FLUSH_TASK, REPLAY_TASK, FlushTask
-from shared.dead_letters import DeadLetters
-from shared.keys import BACKFILL_QUEUED, NAMES
-from shared.redis_text import as_text
+from shared.ops import log_context, metrics
+from shared.state.buffers import Claim
+from shared.state.dead_letters import DeadLetters
+from shared.state.keys import BACKFILL_QUEUED, NAMES
+from shared.state.text import as_text
 from workers.backfill import agents_to_backfill, backfill
+from workers.contracts import BACKFILL_TASK, FLUSH_TASK, REPLAY_TASK, FlushTask
 from workers.flush import flush
 from workers.metrics import watched_flush
 from workers.replay import replay

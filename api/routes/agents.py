@@ -17,11 +17,11 @@ from api.schemas import (
     StorableId,
     StorableMessageId,
 )
-from shared import keys
 from shared.agents import AgentConfig
-from shared.deletes import DeleteScope, delete
-from shared.known_ids import known_ids
+from shared.memories.deletes import DeleteResult, DeleteScope, delete
+from shared.memories.known_ids import known_ids
 from shared.runtime import Runtime
+from shared.state import keys
 
 router = APIRouter(prefix="/agents/{bot}")
 
@@ -31,7 +31,7 @@ class DeleteRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    # The id rules of /save (shared/ids.py): an id that can never be stored is a 422, not a
+    # The id rules of /save (shared/format/ids.py): an id that can never be stored is a 422, not a
     # tombstone that would block a different, storable id.
     source: Source | None = Field(None, description="Every point from this interface.")
     channel_id: StorableId | None = Field(
@@ -70,6 +70,14 @@ class DeleteResponse(BaseModel):
     deleted_points: int = Field(description="Points that went from the agent's collection.")
     deleted_buffered: int = Field(description="Buffered messages that went before being stored.")
     deleted_dead_letters: int
+
+    @classmethod
+    def of(cls, result: DeleteResult) -> DeleteResponse:
+        return cls(
+            deleted_points=result.points,
+            deleted_buffered=result.buffered,
+            deleted_dead_letters=result.dead_letters,
+        )
 
 
 class KnownIdsRequest(BaseModel):
@@ -139,12 +147,7 @@ async def stats(agent: AgentDep, runtime: RuntimeDep) -> StatsResponse:
 async def delete_scope(body: DeleteRequest, agent: AgentDep, runtime: RuntimeDep) -> DeleteResponse:
     """Delete one scope of the agent's memory; deleted message ids are never stored again."""
     scope = DeleteScope(**body.model_dump())
-    result = await run_in_threadpool(delete, runtime, agent, scope)
-    return DeleteResponse(
-        deleted_points=result.points,
-        deleted_buffered=result.buffered,
-        deleted_dead_letters=result.dead_letters,
-    )
+    return DeleteResponse.of(await run_in_threadpool(delete, runtime, agent, scope))
 
 
 @router.post("/known-ids", response_model=KnownIdsResponse, responses=AGENT_ACCESS)

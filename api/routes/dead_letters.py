@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from api.deps import GlobalAccess, RuntimeDep
 from api.routes.quarantine import quarantine_page, release
 from api.schemas import ErrorResponse, QuarantinedConversation
-from shared import fields
+from shared.format import fields
 
 MAX_OFFSET = 1_000_000_000
 QUARANTINE_SHOWN = 100

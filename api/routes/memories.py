@@ -26,12 +26,12 @@ from api.routes.agents import DeleteRequest, DeleteResponse
 from api.schemas import EpochMs, FilterId, SourceFilter, error_docs
 from api.visible_agents import visible_agents
 from shared.agents import AgentConfig
-from shared.deletes import DeleteScope, delete, preview
 from shared.errors import PointNotFound
-from shared.format import utc_date
-from shared.memory_query import Cursor, MemoryFilters, memory_filter, normal_point_id
+from shared.format.payload import utc_date
+from shared.memories.deletes import DeleteScope, delete, preview
 from shared.runtime import Runtime
-from shared.store_browse import DAY_MS
+from shared.store.browse import DAY_MS
+from shared.store.memory_query import Cursor, MemoryFilters, memory_filter, normal_point_id
 
 router = APIRouter()
 agent_router = APIRouter(prefix="/agents/{bot}")
@@ -100,12 +100,7 @@ def _delete_point(
     scope = DeleteScope(point_id=normal)
     if dry_run:
         return DeletePreviewResponse(**asdict(preview(runtime, agent, scope)))
-    result = delete(runtime, agent, scope)
-    return DeleteResponse(
-        deleted_points=result.points,
-        deleted_buffered=result.buffered,
-        deleted_dead_letters=result.dead_letters,
-    )
+    return DeleteResponse.of(delete(runtime, agent, scope))
 
 
 @agent_router.delete(

@@ -18,10 +18,10 @@ from api.errors import error_body
 from api.schemas import AGENT_ACCESS, error_docs
 from shared.agents import AgentConfig
 from shared.errors import InvalidInput
-from shared.naming import collection_problem
-from shared.pool_format import BadExport
-from shared.pool_transfer import TransferRefused, export_lines, import_lines
-from shared.redis_marks import RedisMarks, unwritten_messages
+from shared.format.naming import collection_problem
+from shared.pool.format import BadExport
+from shared.pool.marks import RedisMarks, unwritten_messages
+from shared.pool.transfer import TransferRefused, export_lines, import_lines
 from shared.runtime import Runtime
 
 router = APIRouter(prefix="/agents/{bot}")

@@ -11,10 +11,10 @@ from starlette.concurrency import run_in_threadpool
 
 from api.deps import GlobalAccess, RuntimeDep
 from api.schemas import QuarantinedConversation, error_docs
-from shared.buffer_deletes import BufferDeletes, BufferScope
-from shared.conversations import collection_of, source_of
 from shared.errors import NotQuarantined
 from shared.runtime import Runtime
+from shared.state.buffer_deletes import BufferDeletes, BufferScope
+from shared.state.conversations import collection_of, source_of
 
 MAX_OFFSET = 1_000_000_000
 

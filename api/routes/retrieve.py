@@ -11,13 +11,14 @@ from starlette.concurrency import run_in_threadpool
 
 from api import deps
 from api.deps import RuntimeDep, agent_for
-from api.recall import Recall, RecallRequest, recall
+from api.recall.query_filter import RecallFilters
+from api.recall.request import Recall, RecallRequest
+from api.recall.service import recall
 from api.schemas import AGENT_ACCESS, Hit, RetrieveRequest, RetrieveResponse, error_docs
-from shared import log_context
 from shared.agents import AgentConfig
 from shared.errors import MemoryPoolError, RecallTimeout
-from shared.ids import message_id_problem, replace_surrogates
-from shared.recall_query import RecallFilters
+from shared.format.ids import message_id_problem, replace_surrogates
+from shared.ops import log_context
 from shared.runtime import Runtime
 from shared.settings import Settings
 

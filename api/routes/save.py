@@ -10,11 +10,11 @@ from api.deps import RuntimeDep, agent_for, agent_names, meters, saver
 from api.ingest import Ingest, check_limits, ingest
 from api.save_body import OPENAPI_BODY, save_body
 from api.schemas import AGENT_ACCESS, SaveResponse, error_docs
-from shared import log_context
-from shared.buffers import AgentRef, ConversationSettings
 from shared.errors import AgentBlocked
-from shared.flush_plan import idle_seconds
-from shared.ids import shown
+from shared.format.flush_plan import idle_seconds
+from shared.format.ids import shown
+from shared.ops import log_context
+from shared.state.buffers import AgentRef, ConversationSettings
 
 log = logging.getLogger(__name__)
 

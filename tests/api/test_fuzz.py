@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
-from shared import keys
-from shared.ids import message_id_problem
-from shared.messages import Message
-from shared.timestamps import MAX_STORABLE_MS, MIN_STORABLE_MS
+from shared.format.ids import message_id_problem
+from shared.format.messages import Message
+from shared.format.timestamps import MAX_STORABLE_MS, MIN_STORABLE_MS
+from shared.state import keys
 from tests.api.door import agents, app_factory, client_for, is_error_shape, snapshot
 from tests.support.embedding_server import EmbeddingServer
 

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from api.ingest import OTHER_IDS, ingest
 from api.schemas import SaveMessage, SaveRequest
 from shared.agents import AgentConfig
-from shared.ids import id_problem, message_id_problem
-from shared.messages import Message
+from shared.format.ids import id_problem, message_id_problem
+from shared.format.messages import Message
 
 AGENT = AgentConfig(name="mythos", speaker_aliases={"42": "Ann"})
 TS = 1_718_000_000_000

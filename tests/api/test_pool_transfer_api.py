@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from shared import keys
 from shared.agents import AgentConfig, Agents, ApiKey
+from shared.state import keys
 from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
 

@@ -14,10 +14,10 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from shared import keys
 from shared.agents import ApiKey
-from shared.buffers import Buffers
-from shared.quarantine import FailOutcome, Quarantine
+from shared.state import keys
+from shared.state.buffers import Buffers
+from shared.state.quarantine import FailOutcome, Quarantine
 from tests.api.door import agents, app_factory, client_for, is_error_shape
 from tests.legacy import BASE_TS, buffer_legacy, record
 from tests.support.embedding_server import EmbeddingServer

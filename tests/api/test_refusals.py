@@ -12,8 +12,8 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from shared import keys
-from shared.messages import Message
+from shared.format.messages import Message
+from shared.state import keys
 from tests.api.door import (
     BASE_TS,
     TEXT,

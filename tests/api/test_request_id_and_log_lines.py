@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from shared.agents import AgentConfig, Agents
-from shared.log_setup import JsonFormatter
+from shared.ops.log_setup import JsonFormatter
 from shared.runtime import Runtime, redis_client
 from tests.observability.deployment import parse_metrics, value
 from tests.stack import stack_settings

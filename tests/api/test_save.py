@@ -15,11 +15,11 @@ import redis
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from shared import keys
 from shared.agents import AgentConfig, Agents
-from shared.messages import Message
-from shared.naming import collection_name
+from shared.format.messages import Message
+from shared.format.naming import collection_name
 from shared.runtime import Runtime
+from shared.state import keys
 from tests.stack import stack_settings
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.redis_server import RedisServer

@@ -40,14 +40,16 @@ case "$1" in
         *) tool=$package ;;
       esac
       [ "$APT" = hollow ] && continue
-      [ "$package" = install ] || { printf '#!/bin/sh\\n' > "$TOOLBIN/$tool"; chmod +x "$TOOLBIN/$tool"; }
+      [ "$package" = install ] && continue
+      printf '#!/bin/sh\\n' > "$TOOLBIN/$tool"
+      chmod +x "$TOOLBIN/$tool"
     done ;;
 esac
 """
 FAKE_ID = '#!/bin/bash\n[ "$1" = -u ] && echo "$UID_AS"\n'
 FAKE_SUDO = (
-    "#!/bin/bash\necho \"sudo $*\" >> \"$CALLS\"\n[ \"$1\" = -n ] && shift\n"
-    "[ \"$1\" = true ] && exit 0\nexec \"$@\"\n"
+    '#!/bin/bash\necho "sudo $*" >> "$CALLS"\n[ "$1" = -n ] && shift\n'
+    '[ "$1" = true ] && exit 0\nexec "$@"\n'
 )
 
 

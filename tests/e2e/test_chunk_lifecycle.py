@@ -9,10 +9,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from shared import keys
 from shared.agents import AgentConfig, Agents
-from shared.conversations import ConversationRef
-from shared.naming import collection_name, point_id
+from shared.format.naming import collection_name, point_id
+from shared.state import keys
+from shared.state.conversations import ConversationRef
 from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from shared import bm25_store
 from shared.agents import AgentConfig, Agents
-from shared.bm25 import document_terms
+from shared.embedding.bm25 import document_terms
+from shared.store import bm25_terms as bm25_store
 from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from shared.agents import AgentConfig, Agents
-from shared.store import PointToWrite
+from shared.store.interface import PointToWrite
 from tests.conftest import EMBEDDING_DIMS
 from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer, embed_text

@@ -14,9 +14,9 @@ import pytest
 import redis
 
 from shared.agents import AgentConfig, Agents
-from shared.store import StoredPoint
-from shared.store_edge import EdgeStore
-from shared.store_qdrant import QdrantStore
+from shared.store.edge.engine import EdgeStore
+from shared.store.interface import StoredPoint
+from shared.store.qdrant.engine import QdrantStore
 from tests.e2e.test_retrieve import BASE_TS, expected_block, message, st_chunk
 from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer, embed_text

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 import workers.flush
-from shared import keys
 from shared.agents import AgentConfig, Agents
-from shared.quarantine import Quarantine
+from shared.state import keys
+from shared.state.quarantine import Quarantine
 from tests.legacy import BASE_TS, LONG, MICROSECONDS_TS, buffer_legacy, record
 from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer

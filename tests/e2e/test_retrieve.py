@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from shared.agents import AgentConfig, Agents
 from shared.runtime import Runtime
-from shared.store import PointToWrite
+from shared.store.interface import PointToWrite
 from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer, embed_text
 from tests.support.redis_server import RedisServer
@@ -165,7 +165,7 @@ def js_percent(score: float) -> str:
 
 
 def expected_block(hits: Sequence[Mapping[str, Any]], legacy_user_label: str = "Alex") -> str:
-    """st-qdrant-memory's formatMemories, written out independently of shared.format."""
+    """st-qdrant-memory's formatMemories, written apart from shared.format.recall_block."""
     if not hits:
         return ""
     block = "\n[Past chat memories]\n\n"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from shared import keys
-from shared.naming import collection_name
+from shared.format.naming import collection_name
+from shared.state import keys
 from tests.faults.conftest import Cluster, Conversations, assert_exactly_once, wait_until
 
 

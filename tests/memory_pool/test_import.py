@@ -12,7 +12,7 @@ from typing import Any
 
 from qdrant_client import QdrantClient, models
 
-from shared.store_edge import EdgeStore
+from shared.store.edge.engine import EdgeStore
 from tests.conftest import EMBEDDING_DIMS
 from tests.memory_pool.test_serve import ROOT, Served, serve_env, serving
 from tests.support.embedding_server import EmbeddingServer

@@ -15,7 +15,7 @@ import sys
 from memory_pool.metrics_server import use_fresh_multiprocess_dir
 use_fresh_multiprocess_dir()
 from prometheus_client import CollectorRegistry, multiprocess
-from shared import metrics
+from shared.ops import metrics
 metrics.FLUSH_CHUNKS.inc(int(sys.argv[1]))
 print("ready", flush=True)
 sys.stdin.readline()  # until the other worker has started

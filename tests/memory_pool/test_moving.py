@@ -16,10 +16,10 @@ import pytest
 import redis
 
 from memory_pool.pool_commands import PART_BYTES
-from shared import keys
 from shared.agents import AgentConfig, Agents
-from shared.store import PointToWrite
-from shared.store_edge import EdgeStore
+from shared.state import keys
+from shared.store.edge.engine import EdgeStore
+from shared.store.interface import PointToWrite
 from tests.memory_pool.test_serve import ROOT, Served, serve_env, serving
 from tests.stack import running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer, embed_text

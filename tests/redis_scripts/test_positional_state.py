@@ -11,8 +11,9 @@ from typing import Any
 
 import redis
 
-from shared import keys
-from shared.buffers import (
+from shared.format.messages import Message
+from shared.state import keys
+from shared.state.buffers import (
     AgentRef,
     Buffers,
     Claim,
@@ -20,8 +21,7 @@ from shared.buffers import (
     CommitOutcome,
     ConversationSettings,
 )
-from shared.conversations import ConversationRef
-from shared.messages import Message
+from shared.state.conversations import ConversationRef
 from tests.support.buffer_save import IncomingMessage, buffer_save
 from tests.support.redis_dump import load_dump
 

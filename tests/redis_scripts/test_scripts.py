@@ -1,4 +1,4 @@
-"""Each write-path script (shared/redis_scripts/*.lua) run against real Redis, table-driven: due
+"""Each write-path script (shared/state/scripts/*.lua) run against real Redis, table-driven: due
 rules, dedupe, tombstones, held agents, generation checks and leases."""
 
 from __future__ import annotations
@@ -9,8 +9,10 @@ import time
 import pytest
 import redis
 
-from shared import keys
-from shared.buffers import (
+from shared.errors import AgentBlocked
+from shared.format.messages import Message
+from shared.state import keys
+from shared.state.buffers import (
     AgentRef,
     Buffers,
     Claim,
@@ -20,11 +22,9 @@ from shared.buffers import (
     LeaseCheck,
     refresh_after_ms,
 )
-from shared.conversations import ConversationRef
-from shared.errors import AgentBlocked
-from shared.messages import Message
-from shared.quarantine import FailOutcome, Quarantine
-from shared.redis_scripts import SOURCES
+from shared.state.conversations import ConversationRef
+from shared.state.quarantine import FailOutcome, Quarantine
+from shared.state.scripts import SOURCES
 from tests.support.buffer_save import IncomingMessage, buffer_save
 
 REF = ConversationRef(collection="mem_polaris", source="discord", channel_id="c1")

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from shared.agents import load_agents
-from shared.chunking import ChunkRules
 from shared.errors import ConfigError, InvalidAgentName, UnknownAgent
+from shared.format.chunking import ChunkRules
 
 YAML = """
 accept_unlisted_agents: false

@@ -7,11 +7,11 @@ import time
 import pytest
 import redis
 
-from shared import keys
-from shared.backlog import read_backlog
-from shared.buffers import AgentRef, Buffers, ConversationSettings
-from shared.conversations import ConversationRef
-from shared.messages import Message
+from shared.format.messages import Message
+from shared.state import keys
+from shared.state.backlog import read_backlog
+from shared.state.buffers import AgentRef, Buffers, ConversationSettings
+from shared.state.conversations import ConversationRef
 from tests.support.buffer_save import IncomingMessage, buffer_save
 
 IDLE = ConversationSettings(min_chars=100_000, gap_seconds=3600, idle_seconds=3600)

@@ -12,16 +12,18 @@ import pytest
 import redis
 from qdrant_client import QdrantClient, models
 
-from api.hybrid_recall import LexicalCollections
-from api.recall import QueryCache, RecallRequest, recall
-from shared import bm25_store, keys
+from api.recall.lexical import LexicalCollections, hybrid_possible
+from api.recall.query_cache import QueryCache
+from api.recall.query_filter import RecallFilters
+from api.recall.request import RecallRequest
+from api.recall.service import recall
 from shared.agents import AgentConfig
-from shared.bm25 import document_terms, encoding_of, query_terms
-from shared.hybrid_store import hybrid_possible
-from shared.recall_query import RecallFilters
-from shared.store import CollectionState, PointToWrite, Store
-from shared.store_edge import EdgeStore
-from shared.store_qdrant import QdrantStore
+from shared.embedding.bm25 import document_terms, encoding_of, query_terms
+from shared.state import keys
+from shared.store import bm25_terms as bm25_store
+from shared.store.edge.engine import EdgeStore
+from shared.store.interface import CollectionState, PointToWrite, Store
+from shared.store.qdrant.engine import QdrantStore
 from tests.support.qdrant_server import QdrantTestServer
 from tests.support.redis_server import RedisServer
 from tests.support.stores import KINDS, open_store

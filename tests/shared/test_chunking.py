@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.chunking import ChunkRules, chunk_size, cut, is_storable
-from shared.format import chunk_text, utc_date
-from shared.messages import Message
+from shared.format.chunking import ChunkRules, chunk_size, cut, is_storable
+from shared.format.messages import Message
+from shared.format.payload import chunk_text, utc_date
 from tests.factories import BASE_TS, msg
 
 SMALL = ChunkRules(max_chars=60, min_chars=30, min_messages=2, gap_seconds=3600)
@@ -169,7 +169,7 @@ def test_chunker_properties(specs: list[tuple[str, int, str]], cuts: list[int]) 
 
 # --- the flush plan --------------------------------------------------------------------
 
-from shared.flush_plan import IMPORT_IDLE_SECONDS, idle_seconds, plan_flush  # noqa: E402
+from shared.format.flush_plan import IMPORT_IDLE_SECONDS, idle_seconds, plan_flush  # noqa: E402
 
 
 def test_a_flush_that_writes_nothing_keeps_what_the_stored_point_covers() -> None:

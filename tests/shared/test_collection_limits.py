@@ -8,7 +8,7 @@ import pytest
 
 from shared.agents import Agents, load_agents
 from shared.errors import ConfigError, InvalidAgentName
-from shared.naming import MAX_COLLECTION_CHARS, collection_name, collection_problem
+from shared.format.naming import MAX_COLLECTION_CHARS, collection_name, collection_problem
 
 
 @pytest.mark.parametrize(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import redis
 
-from shared import keys
-from shared.dead_letters import DeadLetter, DeadLetters
-from shared.naming import collection_name
+from shared.format.naming import collection_name
+from shared.state import keys
+from shared.state.dead_letters import DeadLetter, DeadLetters
 
 
 def letter(agent: str, point: str) -> DeadLetter:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from shared.embedder import (
+from shared.embedding.embedder import (
     MAX_INPUT_CHARS,
     LocalEmbedder,
     OpenAIEmbedder,
@@ -165,7 +165,7 @@ def test_long_input_is_truncated_for_embedding_only(
 ) -> None:
     text = "a " * 10_000  # 20k characters: over the model's token limit as it stands
     assert count_tokens(text) > MAX_INPUT_TOKENS
-    with caplog.at_level(logging.WARNING, logger="shared.embedder"):
+    with caplog.at_level(logging.WARNING, logger="shared.embedding.embedder"):
         result = make().embed(["before", text, "after"])
     assert result == [embed_text(t, DIMS) for t in ["before", text[:MAX_INPUT_CHARS], "after"]]
     assert [r.status for r in server.requests] == [200]

@@ -4,15 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.format import (
-    ChunkContext,
-    RecallHit,
-    chunk_payload,
-    chunk_text,
-    js_to_fixed_0,
-    recall_block,
-    score_percent,
-)
+from shared.format.payload import ChunkContext, chunk_payload, chunk_text
+from shared.format.recall_block import RecallHit, js_to_fixed_0, recall_block, score_percent
 from tests.factories import BASE_TS, msg
 
 DAY_MS = 86_400_000

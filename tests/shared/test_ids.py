@@ -1,4 +1,4 @@
-"""Golden tests of the identifier rules and the clean-up of names and text (shared/ids.py)."""
+"""Golden tests of the identifier rules and the clean-up of names and text (format/ids.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.ids import (
+from shared.format.ids import (
     MAX_ID_CHARS,
     MAX_NAME_CHARS,
     clean_text,

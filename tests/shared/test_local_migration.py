@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from qdrant_client import QdrantClient, models
 
-from shared.bm25 import VECTOR_NAME
-from shared.local_migration import MARKER, migrate_local_mode
-from shared.store_edge import EdgeStore
-from shared.store_qdrant import QdrantStore
-from shared.store_rules import BM25_CONFIG, model_metadata
+from shared.embedding.bm25 import VECTOR_NAME
+from shared.store.edge.engine import EdgeStore
+from shared.store.migration import MARKER, migrate_local_mode
+from shared.store.qdrant.engine import QdrantStore
+from shared.store.qdrant.rules import BM25_CONFIG, model_metadata
 
 DIM = 8
 MODEL = "text-embedding-3-small"

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 import api.routes.save  # noqa: F401 - the modules whose loggers are checked
-import shared.embedder  # noqa: F401
+import shared.embedding.embedder  # noqa: F401
 import workers.flush  # noqa: F401
 
 
@@ -20,7 +20,7 @@ class Collect(logging.Handler):
         self.records.append(record)
 
 
-@pytest.mark.parametrize("name", ["api.routes.save", "shared.embedder", "workers.flush"])
+@pytest.mark.parametrize("name", ["api.routes.save", "shared.embedding.embedder", "workers.flush"])
 def test_a_level_and_handler_on_memory_pool_reach_every_package(name: str) -> None:
     root = logging.getLogger("memory_pool")
     collect, level = Collect(), root.level

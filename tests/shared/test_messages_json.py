@@ -8,9 +8,9 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.messages import Message
+from shared.format.messages import Message
 
-# Lone surrogates never reach a Message: the door replaces them (shared/ids.py).
+# Lone surrogates never reach a Message: the door replaces them (shared/format/ids.py).
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=300)
 
 

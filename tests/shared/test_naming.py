@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from shared.errors import InvalidAgentName
-from shared.naming import collection_name, point_id, sanitize_agent_name, speaker_name
+from shared.format.naming import collection_name, point_id, sanitize_agent_name, speaker_name
 
 
 @pytest.mark.parametrize(
@@ -93,6 +93,6 @@ def test_point_id_is_deterministic_and_distinct() -> None:
      ("50%", "50%25"), ("self-3-1", "self-3-1"), ("é", "%C3%A9"), ("", "")],
 )  # fmt: skip
 def test_key_parts_never_run_together(value: str, expected: str) -> None:
-    from shared.keys import part
+    from shared.state.keys import part
 
     assert part(value) == expected

@@ -12,11 +12,11 @@ from pathlib import Path
 import openai
 import pytest
 
-from shared import log_context
 from shared.errors import UpstreamUnavailable
-from shared.log_setup import TEXT_FORMAT, JsonFormatter
-from shared.metered import FlushCauses, embedding_status
-from shared.metrics import OTHER, BoundedLabel
+from shared.ops import log_context
+from shared.ops.log_setup import TEXT_FORMAT, JsonFormatter
+from shared.ops.metered import FlushCauses, embedding_status
+from shared.ops.metrics import OTHER, BoundedLabel
 from workers.metrics import retry_cause
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,7 +93,7 @@ def test_each_start_gets_a_fresh_multiprocess_folder(tmp_path: Path) -> None:
         "from memory_pool.metrics_server import use_fresh_multiprocess_dir\n"
         "import os, sys\n"
         "path = use_fresh_multiprocess_dir()\n"
-        "from shared import metrics\n"
+        "from shared.ops import metrics\n"
         "metrics.FLUSH_CHUNKS.inc(3)\n"
         "print(sorted(p.name for p in path.iterdir()))\n"
     )

@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 import redis
 
-from shared import keys
-from shared.bm25 import document_terms, encoding_of
-from shared.bm25_store import record_encoding
-from shared.embedder import make_embedder
+from shared.embedding.bm25 import document_terms, encoding_of
+from shared.embedding.embedder import make_embedder
 from shared.errors import DimensionMismatch
-from shared.pool_format import BadExport, unit_vector
-from shared.pool_transfer import TransferRefused, export_lines, import_lines
-from shared.redis_marks import RedisMarks
+from shared.pool.format import BadExport, unit_vector
+from shared.pool.marks import RedisMarks
+from shared.pool.transfer import TransferRefused, export_lines, import_lines
 from shared.settings import Settings
-from shared.store import Store, StoredPoint
+from shared.state import keys
+from shared.store.bm25_terms import record_encoding
+from shared.store.interface import Store, StoredPoint
 from tests.conftest import EMBEDDING_DIMS
 from tests.support.embedding_server import EmbeddingServer, embed_text
 from tests.support.stores import KINDS, open_store
@@ -225,7 +225,7 @@ def test_a_cut_or_broken_file_is_told(
 
 
 def test_restore_keeps_the_longer_expiry_and_every_tombstone(marks: RedisMarks) -> None:
-    from shared.pool_format import DedupeMark, Tombstone
+    from shared.pool.format import DedupeMark, Tombstone
 
     client = marks.redis
     now = int(time.time())

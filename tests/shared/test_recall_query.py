@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 from qdrant_client import QdrantClient, models
 
-from shared.recall_query import RecallFilters, recall_filter
-from shared.store_qdrant_filters import to_qdrant
+from api.recall.query_filter import RecallFilters, recall_filter
+from shared.store.qdrant.filters import to_qdrant
 
 T = 1_718_000_000_000
 

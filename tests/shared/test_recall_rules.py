@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from shared.format import RecallHit
-from shared.recall_rules import HitSelector, dedupe_key, is_excluded, message_ids_of
+from api.recall.rules import HitSelector, dedupe_key, is_excluded
+from shared.format.payload import message_ids_of
+from shared.format.recall_block import RecallHit
 
 
 def test_message_ids_from_both_fields() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import redis
 
-from shared.redis_lock import held
+from shared.state.lock import held
 
 
 def test_one_holder_and_only_the_holder_releases(redis_url: str) -> None:

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import redis
 
-from shared import keys
 from shared.agents import Agents
-from shared.redis_upgrade import LAYOUT, upgrade
+from shared.state import keys
+from shared.state.upgrade import LAYOUT, upgrade
 from tests.stack import running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.redis_dump import load_dump

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from shared.sillytavern import (
+from memory_pool.sillytavern import (
     ChatHeader,
     ChatMessage,
     LineProblem,

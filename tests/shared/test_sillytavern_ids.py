@@ -7,9 +7,9 @@ import json
 import pytest
 
 from memory_pool.importer import BAD_DATE, Summary, plan_chat
+from memory_pool.sillytavern import ChatFile, message_id, parse_chat
 from shared.agents import AgentConfig
-from shared.ids import message_id_problem
-from shared.sillytavern import ChatFile, message_id, parse_chat
+from shared.format.ids import message_id_problem
 
 HEADER = {"user_name": "unused", "character_name": "unused", "create_date": "x"}
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.timestamps import (
+from shared.format.timestamps import (
     MAX_STORABLE_MS,
     UnstorableTime,
     from_number,

@@ -1,4 +1,4 @@
-"""Checks shared/store.py against real qdrant-client: local mode, and the REST path."""
+"""Checks shared/store/interface.py against real qdrant-client: local mode, and the REST path."""
 
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from shared.errors import DimensionMismatch, ModelMismatch, UpstreamUnavailable
-from shared.filters import Filter, Match, MatchAny, Range
 from shared.settings import Settings
-from shared.store import PAYLOAD_INDEXES, CollectionState, PointToWrite, Store
-from shared.store_edge import EdgeStore
-from shared.store_qdrant import QdrantStore
+from shared.store.edge.engine import EdgeStore
+from shared.store.filters import Filter, Match, MatchAny, Range
+from shared.store.interface import PAYLOAD_INDEXES, CollectionState, PointToWrite, Store
+from shared.store.open import open_store
+from shared.store.qdrant.engine import QdrantStore
 from tests.support.qdrant_server import QdrantTestServer
 
 NAME = "mem_dr_smith"
@@ -239,14 +240,14 @@ def test_delete_points_reports_how_many_existed(filled: Store) -> None:
 
 
 def test_open_without_url_uses_qdrant_edge_under_the_data_dir(tmp_path: Path) -> None:
-    store = Store.open(Settings(data_dir=tmp_path / "data"))
+    store = open_store(Settings(data_dir=tmp_path / "data"))
     try:
         assert isinstance(store, EdgeStore) and store.kind == "embedded" and not store.local
         store.ensure_collection(NAME, size=DIM, model=MODEL)
         assert store.ping()
         # one process at a time: a second store on the same folder is refused
         with pytest.raises(RuntimeError, match="open in another process"):
-            Store.open(Settings(data_dir=tmp_path / "data"))
+            open_store(Settings(data_dir=tmp_path / "data"))
     finally:
         store.close()
     assert (tmp_path / "data" / "edge" / NAME).is_dir()
@@ -283,7 +284,7 @@ def server(tmp_path: Path) -> Iterator[QdrantTestServer]:
 def test_the_http_path_creates_indexes_records_the_model_and_queries(
     server: QdrantTestServer,
 ) -> None:
-    store = Store.open(Settings(qdrant_url=server.url, qdrant_timeout_seconds=5))
+    store = open_store(Settings(qdrant_url=server.url, qdrant_timeout_seconds=5))
     try:
         assert store.ping()
         assert store.query(NAME, QUERY, limit=5, score_threshold=None) == []  # a 404 here

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from qdrant_client import QdrantClient, models
 
-from shared.memory_query import Cursor, MemoryFilters, memory_filter
-from shared.store import PointToWrite, Store
-from shared.store_browse import DAY_MS
-from shared.store_qdrant import QdrantStore
+from shared.store.browse import DAY_MS
+from shared.store.interface import PointToWrite, Store
+from shared.store.memory_query import Cursor, MemoryFilters, memory_filter
+from shared.store.qdrant.engine import QdrantStore
 from tests.support.qdrant_server import QdrantTestServer
 from tests.support.stores import KINDS, open_store
 

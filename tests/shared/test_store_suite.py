@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
-from shared import bm25_store
-from shared.bm25 import document_terms, query_terms
+from shared.embedding.bm25 import document_terms, query_terms
 from shared.errors import CollectionMissing, DimensionMismatch, ModelMismatch, StoreRefused
-from shared.filters import Filter, HasIds, IsEmpty, Match, MatchAny, Range
-from shared.naming import collection_problem
-from shared.store import PAYLOAD_INDEXES, FusedQuery, PointToWrite, Store, StoredPoint
-from shared.store_edge import SEGMENT_POINTS, EdgeStore, segment_kb
+from shared.format.naming import collection_problem
+from shared.store import bm25_terms as bm25_store
+from shared.store.edge.engine import EdgeStore
+from shared.store.edge.tuning import SEGMENT_POINTS, segment_kb
+from shared.store.filters import Filter, HasIds, IsEmpty, Match, MatchAny, Range
+from shared.store.interface import PAYLOAD_INDEXES, FusedQuery, PointToWrite, Store, StoredPoint
 from tests.support.stores import KINDS, open_store
 from workers.failures import Action, judge
 
@@ -246,12 +247,12 @@ def test_an_edge_bulk_write_is_indexed_a_segment_at_a_time_by_its_writer(
             for i in range(4 * per_segment + 10)
         ]
         store.write_points(NAME, points)
-        handle = store._shards[NAME].handle
+        handle = store.shards.open[NAME].handle
         info = handle.info()
         assert info.points_count == len(points)
         if by_writer:
             assert info.segments_count >= 4 and info.indexed_vectors_count >= 3 * per_segment
-            assert store._shards[NAME].unindexed < SEGMENT_POINTS
+            assert store.shards.open[NAME].unindexed < SEGMENT_POINTS
         else:  # the baseline: everything waits for one long run
             assert info.indexed_vectors_count == 0
     finally:
@@ -287,8 +288,8 @@ def test_an_edge_segment_holds_the_same_points_whatever_the_vector_size(dims: in
     assert abs(points - SEGMENT_POINTS) <= SEGMENT_POINTS // 50  # KB rounding
 
 
-# Names a Qdrant server takes (shared.naming.collection_problem passes them) that are no plain
-# folder name: an agents file may set any of them as an agent's `collection`.
+# Names a Qdrant server takes (shared.format.naming.collection_problem passes them) that are no
+# plain folder name: an agents file may set any of them as an agent's `collection`.
 SERVER_NAMES = [
     "Aria memories",
     "café-rêves",

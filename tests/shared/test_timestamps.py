@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.timestamps import normalize_timestamp
+from shared.format.timestamps import normalize_timestamp
 
 NOW = 1_800_000_000_000
 

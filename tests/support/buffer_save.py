@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shared.buffers import (
+from shared.format.messages import Message
+from shared.state.buffers import (
     AgentRef,
     Buffers,
     ConversationSettings,
@@ -15,9 +16,8 @@ from shared.buffers import (
     save_call,
     save_counts,
 )
-from shared.conversations import ConversationRef
-from shared.messages import Message
-from shared.redis_scripts import SOURCES
+from shared.state.conversations import ConversationRef
+from shared.state.scripts import SOURCES
 
 
 @dataclass(frozen=True, slots=True)

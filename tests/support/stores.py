@@ -9,9 +9,9 @@ from pathlib import Path
 
 from qdrant_client import QdrantClient
 
-from shared.store import Store
-from shared.store_edge import EdgeStore
-from shared.store_qdrant import QdrantStore
+from shared.store.edge.engine import EdgeStore
+from shared.store.interface import Store
+from shared.store.qdrant.engine import QdrantStore
 from tests.support.qdrant_server import QdrantTestServer
 
 KINDS = ["edge", "server"]

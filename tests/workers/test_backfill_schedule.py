@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import redis
 
-from shared.buffers import Buffers
-from shared.keys import BACKFILL_QUEUED
+from shared.state.buffers import Buffers
+from shared.state.keys import BACKFILL_QUEUED
 from tests.support.redis_server import RedisServer
 from workers.scheduler import Scheduler
 

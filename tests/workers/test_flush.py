@@ -14,16 +14,16 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from shared import keys
 from shared.agents import AgentConfig, Agents
-from shared.buffers import AgentRef, Claim, ConversationSettings
-from shared.conversations import ConversationRef
-from shared.format import chunk_text
-from shared.messages import Message
-from shared.naming import collection_name, point_id
+from shared.format.messages import Message
+from shared.format.naming import collection_name, point_id
+from shared.format.payload import chunk_text
 from shared.runtime import Runtime
 from shared.settings import Settings
-from shared.store_edge import EdgeStore
+from shared.state import keys
+from shared.state.buffers import AgentRef, Claim, ConversationSettings
+from shared.state.conversations import ConversationRef
+from shared.store.edge.engine import EdgeStore
 from tests.conftest import EMBEDDING_DIMS
 from tests.factories import BASE_TS
 from tests.stack import stack_settings
@@ -550,7 +550,7 @@ def run_until_quiet(world: World) -> None:
 
 
 def delete_message(world: World, message_id: str) -> None:
-    from shared.deletes import DeleteScope, delete
+    from shared.memories.deletes import DeleteScope, delete
 
     delete(world.runtime, world.agent("mythos"), DeleteScope(message_id=message_id))
 

@@ -23,16 +23,16 @@ from qdrant_client import models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
 import workers.flush
-from shared import keys
 from shared.agents import AgentConfig, Agents
-from shared.buffer_deletes import BufferDeletes, BufferScope
-from shared.buffers import AgentRef, Claim, ConversationSettings
-from shared.conversations import ConversationRef
-from shared.messages import Message
-from shared.quarantine import FailOutcome, Quarantine
+from shared.format.messages import Message
 from shared.runtime import Runtime
-from shared.store_edge import EdgeStore
-from shared.store_qdrant import QdrantStore
+from shared.state import keys
+from shared.state.buffer_deletes import BufferDeletes, BufferScope
+from shared.state.buffers import AgentRef, Claim, ConversationSettings
+from shared.state.conversations import ConversationRef
+from shared.state.quarantine import FailOutcome, Quarantine
+from shared.store.edge.engine import EdgeStore
+from shared.store.qdrant.engine import QdrantStore
 from tests.conftest import EMBEDDING_DIMS
 from tests.legacy import BASE_TS, MICROSECONDS_TS, SOURCE, buffer_legacy, record
 from tests.stack import stack_settings

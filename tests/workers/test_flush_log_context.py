@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from shared import keys
 from shared.errors import UpstreamUnavailable
-from shared.log_setup import JsonFormatter
+from shared.ops.log_setup import JsonFormatter
+from shared.state import keys
 from tests.support.embedding_server import EmbeddingServer
 from tests.workers.test_flush import HALF, World, make_world, message, settings, world
 from workers.flush import flush

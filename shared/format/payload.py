@@ -1,0 +1,80 @@
+"""The storage format (Format.md): a chunk's text and its point's payload, and reading the
+message ids a payload holds."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from shared.format import fields
+from shared.format.messages import Message
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkContext:
+    """Where a chunk's conversation happened; optional fields are left out of the payload."""
+
+    source: str
+    channel_id: str | None = None
+    guild_id: str | None = None
+    conversation_id: str | None = None
+
+
+def in_text_order(messages: Iterable[Message]) -> list[Message]:
+    """Messages sorted by timestamp; Python's sort is stable, so ties keep arrival order."""
+    return sorted(messages, key=lambda message: message.ts)
+
+
+def utc_date(ts_ms: int) -> str:
+    """The `YYYY-MM-DD` UTC date of a Unix-ms timestamp."""
+    return datetime.fromtimestamp(ts_ms / 1000, tz=UTC).strftime("%Y-%m-%d")
+
+
+def chunk_text(messages: Sequence[Message]) -> str:
+    """`[YYYY-MM-DD]` of the oldest message, a `Speaker: text` line each, no final newline."""
+    ordered = in_text_order(messages)
+    lines = [f"[{utc_date(ordered[0].ts)}]"]
+    lines.extend(f"{message.speaker}: {message.text}" for message in ordered)
+    return "\n".join(lines)
+
+
+def _distinct(values: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+def chunk_payload(messages: Sequence[Message], context: ChunkContext) -> dict[str, Any]:
+    """The point payload: st-qdrant-memory's fields, then the ones only memory-pool reads."""
+    ordered = in_text_order(messages)
+    ids = [message.id for message in ordered]
+    payload: dict[str, Any] = {
+        fields.TEXT: chunk_text(ordered),
+        fields.SPEAKERS: ", ".join(_distinct(message.speaker for message in ordered)),
+        fields.MESSAGE_COUNT: len(ordered),
+        fields.TIMESTAMP: ordered[0].ts,
+        fields.MESSAGE_IDS: ",".join(ids),
+        fields.IS_CHUNK: True,
+        fields.SOURCE: context.source,
+        # A comma-joined string cannot be matched reliably in Qdrant (clients.md §6): the list
+        # is what memory-pool filters and deletes by.
+        fields.MESSAGE_ID_LIST: ids,
+        fields.USER_ID_LIST: _distinct(m.user_id for m in ordered if m.user_id is not None),
+    }
+    optional = {
+        fields.CHANNEL_ID: context.channel_id,
+        fields.GUILD_ID: context.guild_id,
+        fields.CONVERSATION_ID: context.conversation_id,
+    }
+    payload.update({key: value for key, value in optional.items() if value is not None})
+    return payload
+
+
+def message_ids_of(payload: Mapping[str, Any]) -> set[str]:
+    """Every message id a point holds: memory-pool's list and the comma-joined `messageIds`."""
+    ids = {part.strip() for part in str(payload.get(fields.MESSAGE_IDS, "")).split(",")}
+    listed = payload.get(fields.MESSAGE_ID_LIST)
+    if isinstance(listed, list):
+        ids.update(str(item) for item in listed)
+    ids.discard("")
+    return ids

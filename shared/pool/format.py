@@ -1,0 +1,258 @@
+"""The export file of a pool (JSON Lines), without I/O: its header, one line per point and
+per Redis mark, written byte-stable so export -> import -> export gives the same bytes.
+
+Line 1 is the header; then every point in id order; then tombstones and dedupe marks; then
+an end line with the counts. Keys are
+sorted, separators fixed, text kept as UTF-8. Vectors are float32 in Qdrant, so they are written
+as the float32 value (Python's repr of it): the same bytes from the server and local mode.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from shared.store.interface import StoredPoint
+
+FORMAT = "memory-pool-export"
+VERSION = 1
+# Bounds the search for a cosine vector's fixed point (or short cycle). A vector Qdrant Edge
+# normalized was seen 17 steps from its fixed point, so 16 stopped on a vector that moves again.
+_MAX_NORMALIZE_STEPS = 256
+
+
+class BadExport(ValueError):
+    """A line of an export file that cannot be read; the message says which and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    collection: str
+    agent: str
+    model: str | None
+    dimensions: int | None
+    bm25_encoding: str | None
+    has_bm25: bool
+    vectors: bool
+    points: int
+    tombstones: int
+    dedupe: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "collection": self.collection,
+            "agent": self.agent,
+            "model": self.model,
+            "dimensions": self.dimensions,
+            "bm25": {"encoding": self.bm25_encoding} if self.has_bm25 else None,
+            "vectors": self.vectors,
+            "counts": {"points": self.points, "tombstones": self.tombstones, "dedupe": self.dedupe},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    """A deleted message id: never stored again, for ever."""
+
+    source: str
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class DedupeMark:
+    """A message id seen recently: re-sent, it is not stored twice until `expires_at`
+    (Unix seconds; absolute, so the file is byte-stable and time in transit counts)."""
+
+    source: str
+    message_id: str
+    expires_at: int
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    """The last line: what the export holds. The header's counts are those at its start (a
+    running memory-pool may write while it exports); these are exact, and a file without
+    this line was cut short."""
+
+    points: int
+    tombstones: int
+    dedupe: int
+
+
+Record = StoredPoint | Tombstone | DedupeMark | End
+
+
+def dumps(obj: dict[str, Any]) -> str:
+    """One line: sorted keys, fixed separators, UTF-8 text; NaN refused (not JSON)."""
+    return json.dumps(
+        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def unit_vector(vector: list[float]) -> list[float]:
+    """The float32 unit vector Qdrant keeps as it is. Cosine collections normalize every vector
+    on write; qdrant-client's local mode does it again for a vector that already is unit length
+    and moves its last bits, so an export writes the vector that normalizing leaves unchanged
+    (or, for the rare vector whose normalization cycles, the smallest member of the cycle):
+    importing it and exporting again gives the same bytes on every store."""
+    v = np.asarray(vector, dtype=np.float32)
+    seen: list[bytes] = []
+    for _ in range(_MAX_NORMALIZE_STEPS):
+        key = v.tobytes()
+        if key in seen:
+            cycle = seen[seen.index(key) :]
+            v = np.frombuffer(min(cycle), dtype=np.float32)
+            break
+        seen.append(key)
+        norm = np.linalg.norm(v)
+        if not norm > 0:
+            break
+        v = v / norm
+    return [float(x) for x in v.astype(np.float64)]
+
+
+def _float32s(values: list[float]) -> list[float]:
+    return [float(x) for x in np.asarray(values, dtype=np.float32).astype(np.float64)]
+
+
+def point_line(point: StoredPoint) -> str:
+    obj: dict[str, Any] = {"kind": "point", "id": point.id, "payload": point.payload}
+    if point.vector is not None:
+        obj["vector"] = unit_vector(point.vector)
+    if point.sparse is not None:
+        indices, values = point.sparse
+        obj["sparse"] = {"indices": [int(i) for i in indices], "values": _float32s(values)}
+    return dumps(obj)
+
+
+def tombstone_line(mark: Tombstone) -> str:
+    return dumps({"kind": "tombstone", "source": mark.source, "message_id": mark.message_id})
+
+
+def dedupe_line(mark: DedupeMark) -> str:
+    return dumps(
+        {
+            "kind": "dedupe",
+            "source": mark.source,
+            "message_id": mark.message_id,
+            "expires_at": mark.expires_at,
+            "value": mark.value,
+        }
+    )
+
+
+def end_line(end: End) -> str:
+    return dumps(
+        {"kind": "end", "points": end.points, "tombstones": end.tombstones, "dedupe": end.dedupe}
+    )
+
+
+def _field(obj: dict[str, Any], name: str, kind: type, line_no: int) -> Any:
+    value = obj.get(name)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise BadExport(f"line {line_no}: {name!r} must be a {kind.__name__}")
+    return value
+
+
+def _load(line: str, line_no: int) -> dict[str, Any]:
+    try:
+        obj = json.loads(line)
+    except ValueError as exc:
+        raise BadExport(f"line {line_no}: not JSON ({exc})") from exc
+    if not isinstance(obj, dict):
+        raise BadExport(f"line {line_no}: not a JSON object")
+    return obj
+
+
+def read_header(line: str) -> Header:
+    obj = _load(line, 1)
+    if obj.get("format") != FORMAT:
+        raise BadExport("line 1: not a memory-pool export (no header)")
+    if obj.get("version") != VERSION:
+        raise BadExport(
+            f"line 1: export format version {obj.get('version')!r}, this reads {VERSION}"
+        )
+    counts = obj.get("counts")
+    bm25 = obj.get("bm25")
+    if not isinstance(counts, dict) or not (bm25 is None or isinstance(bm25, dict)):
+        raise BadExport("line 1: the header needs 'counts' and 'bm25'")
+    dims = obj.get("dimensions")
+    model = obj.get("model")
+    encoding = bm25.get("encoding") if bm25 else None
+    return Header(
+        collection=_field(obj, "collection", str, 1),
+        agent=_field(obj, "agent", str, 1),
+        model=model if isinstance(model, str) else None,
+        dimensions=dims if isinstance(dims, int) and not isinstance(dims, bool) else None,
+        bm25_encoding=encoding if isinstance(encoding, str) else None,
+        has_bm25=bm25 is not None,
+        vectors=bool(obj.get("vectors")),
+        points=_field(counts, "points", int, 1),
+        tombstones=_field(counts, "tombstones", int, 1),
+        dedupe=_field(counts, "dedupe", int, 1),
+    )
+
+
+def read_record(line: str, line_no: int) -> Record:
+    obj = _load(line, line_no)
+    kind = obj.get("kind")
+    if kind == "point":
+        return _point(obj, line_no)
+    if kind == "tombstone":
+        return Tombstone(
+            _field(obj, "source", str, line_no), _field(obj, "message_id", str, line_no)
+        )
+    if kind == "dedupe":
+        return DedupeMark(
+            source=_field(obj, "source", str, line_no),
+            message_id=_field(obj, "message_id", str, line_no),
+            expires_at=_field(obj, "expires_at", int, line_no),
+            value=_field(obj, "value", str, line_no),
+        )
+    if kind == "end":
+        return End(
+            points=_field(obj, "points", int, line_no),
+            tombstones=_field(obj, "tombstones", int, line_no),
+            dedupe=_field(obj, "dedupe", int, line_no),
+        )
+    raise BadExport(f"line {line_no}: unknown kind {kind!r}")
+
+
+def _numbers(values: Any, line_no: int, name: str) -> list[float]:
+    if not isinstance(values, list) or not all(
+        isinstance(x, int | float) and not isinstance(x, bool) for x in values
+    ):
+        raise BadExport(f"line {line_no}: {name!r} must be a list of numbers")
+    return [float(x) for x in values]
+
+
+def _point(obj: dict[str, Any], line_no: int) -> StoredPoint:
+    vector = obj.get("vector")
+    sparse = obj.get("sparse")
+    pair = None
+    if sparse is not None:
+        if not isinstance(sparse, dict):
+            raise BadExport(f"line {line_no}: 'sparse' must be an object")
+        indices = _numbers(sparse.get("indices"), line_no, "sparse.indices")
+        values = _numbers(sparse.get("values"), line_no, "sparse.values")
+        if len(indices) != len(values) or not all(i.is_integer() and i >= 0 for i in indices):
+            raise BadExport(f"line {line_no}: 'sparse' needs as many whole indices as values")
+        pair = ([int(i) for i in indices], values)
+    point_id = _field(obj, "id", str, line_no)
+    try:
+        uuid.UUID(point_id)
+    except ValueError as exc:
+        raise BadExport(f"line {line_no}: point id {point_id!r} is not a UUID") from exc
+    return StoredPoint(
+        id=point_id,
+        payload=_field(obj, "payload", dict, line_no),
+        vector=None if vector is None else _numbers(vector, line_no, "vector"),
+        sparse=pair,
+    )

@@ -1,0 +1,103 @@
+"""Every Redis key memory-pool uses, named in one place."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from urllib.parse import quote
+
+PREFIX = "mp:"
+
+DUE = f"{PREFIX}due"  # ZSET conversation -> Unix ms when it next needs a flush
+DEAD_LETTERS = f"{PREFIX}dead"  # LIST of JSON dead letters, oldest first
+REPLAY = f"{PREFIX}replay"  # LIST of dead letters queued for another try
+REPLAY_LOCK = f"{PREFIX}replay:lock"  # one replay at a time
+# ZSET conversation -> Unix ms since when it is quarantined: a flush failed for a reason
+# retrying cannot fix; its messages wait in its buffer for a release (shared/state/quarantine.py)
+QUARANTINE = f"{PREFIX}quarantine"
+NAMES = f"{PREFIX}names"  # HASH collection -> the agent's canonical name (first spelling seen)
+SCHEMA = f"{PREFIX}schema"  # the layout version of everything under PREFIX (shared/redis_upgrade)
+UPGRADE_LOCK = f"{PREFIX}upgrade:lock"  # one process upgrades the layout at a time
+# Before layout 2: SET of agent names as clients spelled them (read only by the upgrade).
+LEGACY_AGENTS = f"{PREFIX}agents"
+
+
+def part(value: str) -> str:
+    """One key component; ':' and '%' are escaped so components can never run together."""
+    if value.isascii() and value.isalnum():
+        return value  # snowflakes and most ids: quote() would return them unchanged, slower
+    return _quoted(value)
+
+
+@lru_cache(maxsize=4096)
+def _quoted(value: str) -> str:
+    # the same few collection, source and channel names come in every /save, for each of
+    # its messages; bounded, so a stream of unique ids only cycles it
+    return quote(value, safe="")
+
+
+def agent_key(collection: str) -> str:
+    """An agent is its collection: every spelling of a name that reaches one collection shares
+    one dedupe, buffers, tombstones and stats (keyed by name, they could overwrite, read and
+    resurrect each other's memories)."""
+    return part(collection)
+
+
+# A deleted id's dedupe marker, a tombstone: this value and no expiry, so it is never stored
+# again (a seen id's marker holds its conversation and expires).
+TOMBSTONE = "deleted"
+
+
+def seen(collection: str, source: str, message_id: str) -> str:
+    """Dedupe marker of one message id: with an expiry when seen, without one when deleted."""
+    return f"{seen_prefix(collection)}{part(source)}:{part(message_id)}"
+
+
+def seen_prefix(collection: str) -> str:
+    """What every dedupe marker of an agent starts with (its keys are safe in a SCAN pattern:
+    part() escapes every glob character)."""
+    return f"{PREFIX}seen:{agent_key(collection)}:"
+
+
+def buffer(conversation: str) -> str:
+    """LIST of a conversation's messages not yet in a stored closed chunk, in arrival order."""
+    return f"{PREFIX}buf:{conversation}"
+
+
+def meta(conversation: str) -> str:
+    """HASH of a conversation's state: where it is, generation, what of it is written."""
+    return f"{PREFIX}conv:{conversation}"
+
+
+def lease(conversation: str) -> str:
+    """A worker's lease on a conversation; it expires if the worker dies."""
+    return f"{PREFIX}lease:{conversation}"
+
+
+def conversations(collection: str) -> str:
+    """SET of an agent's conversations (for flush-all, stats and deletes)."""
+    return f"{PREFIX}convs:{agent_key(collection)}"
+
+
+def blocked(collection: str) -> str:
+    """Why an agent's writes are held (collection of another size or model); absent when fine."""
+    return f"{PREFIX}blocked:{agent_key(collection)}"
+
+
+def agent_stats(collection: str) -> str:
+    """HASH of per-agent counters such as the last write time."""
+    return f"{PREFIX}stats:{agent_key(collection)}"
+
+
+def backfilled(collection: str) -> str:
+    """The point count of a collection when the BM25 backfill last found nothing left to do."""
+    return f"{PREFIX}bm25done:{agent_key(collection)}"
+
+
+def bm25_refused(collection: str) -> str:
+    """Set for a while when the Qdrant server refused to add the BM25 vector (older than 1.18),
+    so the backfill does not ask again every round."""
+    return f"{PREFIX}bm25refused:{agent_key(collection)}"
+
+
+# Set while a backfill task waits in the queue, so busy workers never get a pile of them.
+BACKFILL_QUEUED = f"{PREFIX}backfill:queued"

@@ -1,0 +1,52 @@
+"""Between the interface's types and Qdrant Edge's: vectors, offsets, facet values, payload
+index kinds, what a missing collection reads as, and which errors refuse a write's content."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import qdrant_edge as edge
+
+from shared.embedding.bm25 import VECTOR_NAME, Terms
+from shared.store import interface as store
+
+SCHEMAS = {"keyword": edge.PayloadSchemaType.Keyword, "integer": edge.PayloadSchemaType.Integer}
+# What a missing collection reads as (never mutated)
+NO_HITS: list[edge.ScoredPoint] = []
+NO_RECORDS: list[edge.Record] = []
+NO_PAGE: tuple[list[edge.Record], Any] = ([], None)
+# Edge's errors for the content of a write (its OperationError texts, as a server answers them
+# with 400 "Wrong input: ..."): the same write is refused again.
+EDGE_REFUSALS = (
+    "Wrong input",
+    "Vector dimension error",
+    "Not existing vector name",
+    "Payload type does not match",
+    "Validation",
+)
+
+
+def point_vectors(dense: Sequence[float], terms: Terms | None) -> Any:
+    if terms is None:
+        return list(dense)
+    sparse = edge.SparseVector(list(terms.indices), list(terms.values))
+    return {"": list(dense), VECTOR_NAME: sparse}
+
+
+def stored_point_vectors(point: store.StoredPoint) -> Any:
+    vectors: dict[str, Any] = {}
+    if point.vector is not None:
+        vectors[""] = list(point.vector)
+    if point.sparse is not None:
+        indices, values = point.sparse
+        vectors[VECTOR_NAME] = edge.SparseVector(list(indices), list(values))
+    return vectors
+
+
+def offset_of(raw: Any) -> store.Offset:
+    return raw if isinstance(raw, int) else str(raw)
+
+
+def facet_value(value: Any) -> str:
+    return str(value)
