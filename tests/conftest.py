@@ -7,10 +7,8 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from tests.support.embedding_server import EmbeddingServer
+from tests.support.embedding_server import EMBEDDING_DIMS, EmbeddingServer
 from tests.support.redis_server import RedisServer
-
-EMBEDDING_DIMS = 128
 
 
 @pytest.fixture(scope="session")

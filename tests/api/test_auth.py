@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from shared.agents import AgentConfig, Agents, ApiKey
 from shared.runtime import Runtime
-from tests.stack import stack_settings
 from tests.support.embedding_server import EmbeddingServer
+from tests.support.stack import stack_settings
 
 ALL = "all-agents-key-0123456789"
 MYTHOS = "mythos-only-key-0123456789"

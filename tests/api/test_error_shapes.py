@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.api.door import MakeApp, app_factory, client_for, is_error_shape
+from tests.support.door import MakeApp, app_factory, client_for, is_error_shape
 from tests.support.embedding_server import EmbeddingServer
 
 JSON = {"content-type": "application/json"}

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from shared.agents import ApiKey
-from tests.api.door import (
+from tests.support.door import (
     MakeApp,
     agents,
     app_factory,

@@ -25,7 +25,7 @@ from shared.format.ids import message_id_problem
 from shared.format.messages import Message
 from shared.format.timestamps import MAX_STORABLE_MS, MIN_STORABLE_MS
 from shared.state import keys
-from tests.api.door import agents, app_factory, client_for, is_error_shape, snapshot
+from tests.support.door import agents, app_factory, client_for, is_error_shape, snapshot
 from tests.support.embedding_server import EmbeddingServer
 
 EXAMPLES = 100

@@ -14,7 +14,7 @@ import httpx
 import pytest
 import redis
 
-from tests.api.door import (
+from tests.support.door import (
     MakeApp,
     app_factory,
     client_for,

@@ -11,9 +11,9 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from shared.agents import AgentConfig, Agents
 from shared.runtime import Runtime
-from tests.observability.deployment import parse_metrics, value
-from tests.stack import stack_settings
+from tests.support.deployment import parse_metrics, value
 from tests.support.embedding_server import EmbeddingServer
+from tests.support.stack import stack_settings
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from shared.agents import Agents
 from shared.runtime import Runtime
-from tests.stack import stack_settings
+from tests.support.stack import stack_settings
 
 # Each endpoint, and the error statuses its documentation must list.
 EXPECTED = {

@@ -14,8 +14,8 @@ import pytest
 
 from shared.agents import AgentConfig, Agents, ApiKey
 from shared.state import keys
-from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
+from tests.support.stack import Stack, running_stack, stack_settings
 
 ALL = "key-for-everything-0001"
 MYTHOS = "key-for-mythos-00001"

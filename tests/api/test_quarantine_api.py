@@ -18,9 +18,9 @@ from shared.agents import ApiKey
 from shared.state import keys
 from shared.state.buffers import Buffers
 from shared.state.quarantine import FailOutcome, Quarantine
-from tests.api.door import agents, app_factory, client_for, is_error_shape
-from tests.legacy import BASE_TS, buffer_legacy, record
+from tests.support.door import agents, app_factory, client_for, is_error_shape
 from tests.support.embedding_server import EmbeddingServer
+from tests.support.legacy import BASE_TS, buffer_legacy, record
 
 ALL = "all-agents-key-0123456789"
 MYTHOS = "mythos-only-key-0123456789"

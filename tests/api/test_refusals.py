@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from shared.format.messages import Message
 from shared.state import keys
-from tests.api.door import (
+from tests.support.door import (
     BASE_TS,
     TEXT,
     MakeApp,

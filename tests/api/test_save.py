@@ -20,9 +20,9 @@ from shared.format.messages import Message
 from shared.format.naming import collection_name
 from shared.runtime import Runtime
 from shared.state import keys
-from tests.stack import stack_settings
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.redis_server import RedisServer
+from tests.support.stack import stack_settings
 
 BASE_TS = 1_718_000_000_000  # 2024-06-10T06:13:20Z
 DAY = 86_400

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from client.http_client import MemoryPoolClient, MemoryPoolError
-from tests.client.live_server import Live, fresh_live_memory_pool
 from tests.support.embedding_server import EmbeddingServer
+from tests.support.live_server import Live, fresh_live_memory_pool
 from tests.support.redis_server import RedisServer
 
 AGENT = "clerk"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from client.http_client import MemoryPoolClient, MemoryPoolError
-from tests.client.live_server import Live, live_memory_pool
 from tests.support.embedding_server import EmbeddingServer
+from tests.support.live_server import Live, live_memory_pool
 
 AGENTS_FILE = {"agents": [{"name": "clerk"}, {"name": "other"}]}
 

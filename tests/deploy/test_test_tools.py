@@ -21,6 +21,7 @@ TOOLS = {
     "prometheus": "prometheus",
     "docker-compose": "docker-compose",
     "git": "git",
+    "venv": "python3-venv",
 }
 # what the script itself runs, taken from the real system
 SYSTEM = ("bash", "mktemp", "rm", "tail", "timeout")
@@ -36,6 +37,7 @@ case "$1" in
     for package in "$@"; do
       case "$package" in
         chromium-driver) tool=chromedriver ;;
+        python3-venv) tool=venv ;;
         -*) continue ;;
         *) tool=$package ;;
       esac
@@ -65,6 +67,8 @@ class Machine:
         self.state = self.root / "state"
         for folder in (self.bin, self.tools, self.state):
             folder.mkdir()
+        # Python with its venv module, as the script asks it (PYTHON): present or not
+        self.fake("python", '#!/bin/bash\n[ -e "$TOOLBIN/venv" ]\n')
         for name in SYSTEM:
             found = shutil.which(name)
             assert found, name
@@ -94,6 +98,7 @@ class Machine:
             "UID_AS": str(uid),
             "APT": apt,
             "HOME": str(self.root),
+            "PYTHON": str(self.bin / "python"),
         }
         return subprocess.run(
             [str(self.bin / "bash"), str(SCRIPT)],
@@ -120,7 +125,7 @@ def test_a_machine_with_every_tool_runs_no_apt_get_and_no_sudo(machine: Machine)
 
 
 def test_missing_tools_are_installed_from_their_packages(machine: Machine) -> None:
-    machine.have("redis-server", "chromium", "docker-compose", "git")
+    machine.have("redis-server", "chromium", "docker-compose", "git", "venv")
     machine.fake("apt-get", FAKE_APT)
     done = machine.run()
     assert done.returncode == 0, done.stderr
@@ -156,6 +161,15 @@ def test_a_user_with_sudo_installs_through_it(machine: Machine) -> None:
     assert "apt-get install -y -qq --no-install-recommends git" in machine.logged()
 
 
+def test_python_without_its_venv_module_gets_it(machine: Machine) -> None:
+    # Debian's python3 comes without ensurepip; make needs it to create .venv
+    machine.have(*(tool for tool in TOOLS if tool != "venv"))
+    machine.fake("apt-get", FAKE_APT)
+    done = machine.run()
+    assert done.returncode == 0, done.stderr
+    assert machine.logged() == ["apt-get install -y -qq --no-install-recommends python3-venv"]
+
+
 def _refused(done: subprocess.CompletedProcess[str], reason: str) -> None:
     assert done.returncode != 0
     lines = done.stderr.strip().splitlines()
@@ -177,7 +191,7 @@ def _refused(done: subprocess.CompletedProcess[str], reason: str) -> None:
 def test_tools_that_cannot_be_installed_stop_the_run_at_once_with_one_line(
     machine: Machine, setup: str, uid: int, apt: str, reason: str
 ) -> None:
-    machine.have("redis-server", "chromium", "docker-compose", "git")
+    machine.have("redis-server", "chromium", "docker-compose", "git", "venv")
     if setup != "no apt-get":
         machine.fake("apt-get", FAKE_APT)
     started = time.monotonic()
@@ -190,7 +204,7 @@ def test_tools_that_cannot_be_installed_stop_the_run_at_once_with_one_line(
 def test_make_test_runs_the_script_before_anything_else() -> None:
     makefile = (ROOT / "Makefile").read_text()
     assert "test: test-tools lint" in makefile
-    assert "bash scripts/test-tools.sh" in makefile
+    assert "PYTHON=$(PYTHON) bash scripts/test-tools.sh" in makefile
     ci = [
         line
         for line in (ROOT / ".ci" / "run").read_text().splitlines()

@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from shared.agents import AgentConfig, Agents, ApiKey
-from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
+from tests.support.stack import Stack, running_stack, stack_settings
 
 BASE_TS = 1_718_000_000_000
 POLARIS_KEY = "polaris-only-key-0123456789"

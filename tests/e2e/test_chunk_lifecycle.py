@@ -13,8 +13,8 @@ from shared.agents import AgentConfig, Agents
 from shared.format.naming import collection_name, point_id
 from shared.state import keys
 from shared.state.conversations import ConversationRef
-from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
+from tests.support.stack import Stack, running_stack, stack_settings
 
 BASE_TS = 1_718_000_000_000
 SHORT = "a short line about the harbour"

@@ -11,8 +11,8 @@ import pytest
 from shared.agents import AgentConfig, Agents
 from shared.embedding.bm25 import document_terms
 from shared.store import bm25_terms as bm25_store
-from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
+from tests.support.stack import Stack, running_stack, stack_settings
 
 BASE_TS = 1_718_000_000_000
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,10 +9,9 @@ from typing import Any
 import pytest
 
 from shared.agents import AgentConfig, Agents
-from shared.store.interface import PointToWrite
-from tests.conftest import EMBEDDING_DIMS
-from tests.stack import Stack, running_stack, stack_settings
-from tests.support.embedding_server import EmbeddingServer, embed_text
+from tests.support.delete_data import msg, st_point, stored
+from tests.support.embedding_server import EmbeddingServer
+from tests.support.stack import Stack, running_stack, stack_settings
 
 BASE_TS = 1_718_000_000_000
 
@@ -26,23 +24,6 @@ def stack(redis_url: str, embeddings: EmbeddingServer, tmp_path: Path) -> Iterat
     )
     with running_stack(stack_settings(redis_url, embeddings.url, tmp_path), agents) as running:
         yield running
-
-
-def msg(mid: str, user: str, *, channel: str = "c1", n: int = 0, **extra: Any) -> dict[str, Any]:
-    return {"message_id": mid, "discord_user_id": user, "speaker_name": f"user{user}",
-            "text": f"message {mid} says something worth remembering", "ts": BASE_TS + n,
-            "channel_id": channel, **extra}  # fmt: skip
-
-
-def st_point(text: str, ids: str) -> PointToWrite:
-    """A point exactly as st-qdrant-memory writes it: uuid4 id, its payload only."""
-    payload = {"text": text, "speakers": "Alex, Mythos", "messageCount": 2,
-               "timestamp": BASE_TS, "messageIds": ids, "isChunk": True}  # fmt: skip
-    return PointToWrite(str(uuid.uuid4()), embed_text(text, EMBEDDING_DIMS), payload)
-
-
-def stored(stack: Stack, collection: str = "mem_mythos") -> list[str]:
-    return sorted(i for p in stack.payloads(collection) for i in p.get("messageIdList", []))
 
 
 def delete(stack: Stack, body: dict[str, Any], bot: str = "mythos") -> dict[str, Any]:

@@ -14,10 +14,10 @@ from api.app import create_app
 from client.http_client import MemoryPoolClient
 from memory_pool.importer import read_chats, run_import
 from shared.agents import AgentConfig, Agents
-from tests.api.door import served
-from tests.stack import Stack, running_stack, stack_settings
+from tests.support.door import served
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.qdrant_server import QdrantTestServer
+from tests.support.stack import Stack, running_stack, stack_settings
 
 BASE_TS = 1_718_000_000_000
 JSON = {"content-type": "application/json"}

@@ -1,18 +1,18 @@
 """Hybrid recall on a Qdrant older than 1.18, which cannot add the BM25 vector to an existing
 collection. Its own module: it runs a stack of its own, and a test process can run only one
-stack at a time (tests/stack.py), so the hybrid module's stack must be gone first."""
+stack at a time (tests/support/stack.py), so the hybrid module's stack must be gone first."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
-from tests.e2e.test_hybrid_recall import TRIP, _agents, _st_collection, retrieve
-from tests.e2e.test_retrieve import BASE_TS, expected_block, message
-from tests.stack import running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
+from tests.support.hybrid_lake import TRIP, lake_agents, retrieve, st_collection
 from tests.support.qdrant_server import QdrantTestServer
 from tests.support.redis_server import RedisServer
+from tests.support.st_memory import BASE_TS, expected_block, message
+from tests.support.stack import running_stack, stack_settings
 
 
 def test_an_older_server_stays_dense_reports_it_and_nothing_fails(
@@ -26,8 +26,8 @@ def test_an_older_server_stays_dense_reports_it_and_nothing_fails(
             redis_server.url, embedding_server.url, tmp_path, QDRANT_URL=qdrant.url,
             MEMORY_POOL_BACKFILL_INTERVAL=0.2,
         )  # fmt: skip
-        with running_stack(settings, _agents()) as stack:
-            dims, _ = _st_collection(stack, "mem_seraphina")
+        with running_stack(settings, lake_agents()) as stack:
+            dims, _ = st_collection(stack, "mem_seraphina")
             body = {"bot": "seraphina", "messages": [
                 message("old-1", f"{TRIP} with Bartholomew", BASE_TS),
                 message("old-2", "yes, Bartholomew paddled", BASE_TS + 1, self_=True)]}  # fmt: skip

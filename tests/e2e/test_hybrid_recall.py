@@ -9,35 +9,25 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 import redis
 
-from shared.agents import AgentConfig, Agents
 from shared.store.edge.engine import EdgeStore
-from shared.store.interface import StoredPoint
 from shared.store.qdrant.engine import QdrantStore
-from tests.e2e.test_retrieve import BASE_TS, expected_block, message, st_chunk
-from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer, embed_text
+from tests.support.hybrid_lake import (
+    NAME,
+    QUESTION,
+    TRIP,
+    lake_agents,
+    retrieve,
+    st_collection,
+    st_requests,
+)
 from tests.support.qdrant_server import QdrantTestServer
 from tests.support.redis_server import RedisServer
-
-NAME = "Zephyrine"
-# Words the filler chunks share with the question, so the dense leg ranks them first.
-TRIP = "the trip to the lake house last summer with the canoe and the campfire"
-QUESTION = f"what did {NAME} say about the trip to the lake house"
-
-
-def _agents() -> Agents:
-    return Agents(
-        [
-            AgentConfig(name="lake", self_speaker="Mythos"),
-            AgentConfig(name="lakedense", self_speaker="Mythos", recall="dense"),
-            AgentConfig(name="seraphina", self_speaker="Seraphina"),
-        ],
-        accept_unlisted=False,
-    )
+from tests.support.st_memory import BASE_TS, expected_block, message, st_chunk
+from tests.support.stack import Stack, running_stack, stack_settings
 
 
 @pytest.fixture(scope="module", params=["edge", "server"])
@@ -58,14 +48,8 @@ def stack(
         settings = stack_settings(
             redis_server.url, embedding_server.url, tmp_path_factory.mktemp("hybrid"), **extra
         )
-        with running_stack(settings, _agents()) as running:
+        with running_stack(settings, lake_agents()) as running:
             yield running
-
-
-def retrieve(stack: Stack, **body: Any) -> dict[str, Any]:
-    response = stack.client.post("/retrieve", json=body)
-    assert response.status_code == 200, response.text
-    return response.json()
 
 
 def _save_lake_chunks(stack: Stack, bot: str) -> None:
@@ -157,42 +141,6 @@ def test_a_lexical_threshold_beyond_any_score_is_refused(stack: Stack, threshold
     assert response.json()["detail"].startswith("lexical_threshold: ")
 
 
-def _st_collection(stack: Stack, name: str) -> tuple[int, list[str]]:
-    """st-qdrant-memory's collection and points, written with its own REST requests."""
-    dims = stack.runtime.embedder.dimensions()
-    texts = [f"[2024-05-{n + 1:02d}]\nAlex: {TRIP} {n}\nSeraphina: lovely {n}" for n in range(40)]
-    texts.append("[2024-05-30]\nAlex: Bartholomew fixed the clock\nSeraphina: Bartholomew did")
-    ids = [str(uuid.uuid4()) for _ in texts]
-    points = [
-        {"id": pid, "vector": embed_text(text, dims),
-         "payload": {"text": text, **st_chunk([f"st{n}-a", f"st{n}-b"], BASE_TS + n)}}
-        for n, (pid, text) in enumerate(zip(ids, texts, strict=True))
-    ]  # fmt: skip
-    _st_requests(stack, name, dims, points)
-    return dims, ids
-
-
-def _st_requests(stack: Stack, name: str, dims: int, points: list[dict[str, Any]]) -> None:
-    if stack.settings.qdrant_url:
-        with httpx.Client(base_url=stack.settings.qdrant_url) as http:
-            if http.get(f"/collections/{name}").status_code == 404:
-                body = {"vectors": {"size": dims, "distance": "Cosine"}}
-                http.put(f"/collections/{name}", json=body).raise_for_status()
-            put = http.put(f"/collections/{name}/points", params={"wait": "true"},
-                           json={"points": points})  # fmt: skip
-            put.raise_for_status()
-        return
-    # Qdrant Edge: nobody else writes to serve's shards; points without terms arrive from the
-    # previous version's folder (migrated as they were), written here the same way
-    store = stack.runtime.store
-    assert isinstance(store, EdgeStore)
-    if store.collection(name) is None:
-        store.create(name, size=dims, model=None)
-    store.write_points(
-        name, [StoredPoint(p["id"], p["payload"], p["vector"], None) for p in points]
-    )
-
-
 def _drop(stack: Stack, name: str) -> None:
     store = stack.runtime.store
     if isinstance(store, EdgeStore):
@@ -223,7 +171,7 @@ def _backfilled_total(stack: Stack) -> float:
 def test_st_qdrant_memory_points_are_backfilled_then_found_lexically(stack: Stack) -> None:
     name = "mem_seraphina"
     before = _backfilled_total(stack)
-    dims, ids = _st_collection(stack, name)
+    dims, ids = st_collection(stack, name)
     stats = _wait_backfilled(stack, "seraphina")
     assert stats["points"] == 41 and stats["recall"] == "hybrid"
     assert _backfilled_total(stack) - before == 41
@@ -239,7 +187,7 @@ def test_st_qdrant_memory_points_are_backfilled_then_found_lexically(stack: Stac
     text = "[2024-06-01]\nAlex: Bartholomew again\nSeraphina: yes"
     late = {"id": str(uuid.uuid4()), "vector": embed_text(text, dims),
             "payload": {"text": text, **st_chunk(["late-a", "late-b"], BASE_TS)}}  # fmt: skip
-    _st_requests(stack, name, dims, [late])
+    st_requests(stack, name, dims, [late])
     assert _wait_backfilled(stack, "seraphina")["points"] == 42
     # only the lexical leg can bring it: no cosine reaches 0.99
     again = retrieve(
@@ -256,7 +204,7 @@ def test_a_collection_made_again_without_bm25_is_recalled_dense_then_gets_it_bac
     name = "mem_seraphina"
     assert retrieve(stack, bot="seraphina", query_text="Bartholomew")["hits"]  # known: hybrid
     _drop(stack, name)
-    dims, _ = _st_collection(stack, name)
+    dims, _ = st_collection(stack, name)
     # dense while the vector is missing (unless the backfill was quicker): never a 500
     answer = retrieve(stack, bot="seraphina", query_text=f"Bartholomew and {TRIP}")
     assert len(answer["hits"]) == 5

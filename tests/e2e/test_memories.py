@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from shared.agents import AgentConfig, Agents, ApiKey
-from tests.e2e.test_deletes import msg, st_point, stored
-from tests.stack import Stack, running_stack, stack_settings
+from tests.support.delete_data import msg, st_point, stored
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.qdrant_server import QdrantTestServer
+from tests.support.stack import Stack, running_stack, stack_settings
 
 OPS = "ops-key-0123456789abcdef"
 MYTHOS_KEY = "mythos-key-0123456789abc"

@@ -21,10 +21,10 @@ import workers.flush
 from shared.agents import AgentConfig, Agents
 from shared.state import keys
 from shared.state.quarantine import Quarantine
-from tests.legacy import BASE_TS, LONG, MICROSECONDS_TS, buffer_legacy, record
-from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
+from tests.support.legacy import BASE_TS, LONG, MICROSECONDS_TS, buffer_legacy, record
 from tests.support.qdrant_server import QdrantTestServer
+from tests.support.stack import Stack, running_stack, stack_settings
 
 HOUR_MS = 3_600_000
 LONG_NAME = "b" * 1024

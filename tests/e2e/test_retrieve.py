@@ -6,11 +6,9 @@ bag-of-words scores of one scenario never leak into another's.
 
 from __future__ import annotations
 
-import math
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from fractions import Fraction
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +20,10 @@ from api.app import create_app
 from shared.agents import AgentConfig, Agents
 from shared.runtime import Runtime
 from shared.store.interface import PointToWrite
-from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer, embed_text
 from tests.support.redis_server import RedisServer
-
-BASE_TS = 1_718_000_000_000  # 2024-06-10T06:13:20Z
-DAY = 86_400_000
-HEADER = "\n[Past chat memories]\n\n"
+from tests.support.st_memory import BASE_TS, DAY, expected_block, js_percent, message, st_chunk
+from tests.support.stack import Stack, running_stack, stack_settings
 
 PICNIC_QUERY = "the orchard picnic with apples and the wooden ladder"
 # label -> (source, channel_id, guild_id, conversation_id, day)
@@ -72,36 +67,6 @@ def stack(
     )
     with running_stack(settings, _agents(request.param)) as running:
         yield running
-
-
-def message(
-    mid: str,
-    text: str,
-    ts: int,
-    *,
-    self_: bool = False,
-    channel: str | None = None,
-    guild: str | None = None,
-    conversation: str | None = None,
-) -> dict[str, Any]:
-    """A /save message in the Discord plugin's shape: optional fields absent, never null."""
-    body: dict[str, Any] = {
-        "speaker_kind": "self" if self_ else "user",
-        "discord_user_id": "999" if self_ else "111",
-        "text": text,
-        "message_id": mid,
-        "ts": ts,
-    }
-    if not self_:
-        body["speaker_name"] = "Alex"
-    for key, value in (
-        ("channel_id", channel),
-        ("guild_id", guild),
-        ("conversation_id", conversation),
-    ):
-        if value is not None:
-            body[key] = value
-    return body
 
 
 @pytest.fixture(scope="module")
@@ -157,31 +122,6 @@ def retrieve(stack: Stack, **body: Any) -> dict[str, Any]:
     return answer
 
 
-def js_percent(score: float) -> str:
-    """`(score * 100).toFixed(0)`: the double product, rounded exactly, halves up (score >= 0)."""
-    product = score * 100
-    assert product >= 0
-    return str(math.floor(Fraction(product) + Fraction(1, 2)))
-
-
-def expected_block(hits: Sequence[Mapping[str, Any]], legacy_user_label: str = "Alex") -> str:
-    """st-qdrant-memory's formatMemories, written apart from shared.format.recall_block."""
-    if not hits:
-        return ""
-    block = "\n[Past chat memories]\n\n"
-    for hit in hits:
-        payload = hit["payload"]
-        if payload.get("isChunk"):
-            label = f"Conversation ({payload['speakers']})"
-        elif payload.get("speaker") == "user":
-            label = f"{legacy_user_label} said"
-        else:
-            label = "Character said"
-        text = payload["text"].replace("\n", " ")
-        block += f'• {label}: "{text}" (score: {js_percent(hit["score"])}%)\n\n'
-    return block
-
-
 def labels(answer: Mapping[str, Any]) -> list[str]:
     return [hit["payload"]["messageIds"].split(",")[0].split("-")[0] for hit in answer["hits"]]
 
@@ -195,16 +135,6 @@ def st_point(text: str, dims: int, **payload: Any) -> PointToWrite:
     return PointToWrite(
         id=str(uuid.uuid4()), vector=embed_text(text, dims), payload={"text": text, **payload}
     )
-
-
-def st_chunk(ids: Sequence[str], ts: int, speakers: str = "Alex, Seraphina") -> dict[str, Any]:
-    return {
-        "speakers": speakers,
-        "messageCount": len(ids),
-        "timestamp": ts,
-        "messageIds": ",".join(ids),
-        "isChunk": True,
-    }
 
 
 def ensure_collection(stack: Stack, name: str) -> int:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from shared.agents import AgentConfig, Agents
-from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
+from tests.support.stack import Stack, running_stack, stack_settings
 
 BASE_TS = 1_718_000_000_000
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.faults.conftest import (
+from tests.support.cluster import (
     Cluster,
     Conversations,
     assert_exactly_once,

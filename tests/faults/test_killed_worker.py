@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.faults.conftest import LEASE_SECONDS, Cluster, Conversations, assert_exactly_once
+from tests.support.cluster import LEASE_SECONDS, Cluster, Conversations, assert_exactly_once
 
 
 @pytest.mark.parametrize("before_apply", [True, False], ids=["before-upsert", "during-upsert"])

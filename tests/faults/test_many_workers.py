@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.faults.conftest import Cluster, Conversations, assert_exactly_once
+from tests.support.cluster import Cluster, Conversations, assert_exactly_once
 
 
 def test_three_workers_share_a_firehose_and_store_each_message_once(cluster: Cluster) -> None:

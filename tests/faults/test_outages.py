@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from shared.format.naming import collection_name
 from shared.state import keys
-from tests.faults.conftest import Cluster, Conversations, assert_exactly_once, wait_until
+from tests.support.cluster import Cluster, Conversations, assert_exactly_once, wait_until
 
 
 def _workers_logged(cluster: Cluster, text: str) -> bool:

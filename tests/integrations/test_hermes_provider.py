@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from client.http_client import MemoryPoolClient
 from memory_pool.main import app
-from tests.client.live_server import Live, fresh_live_memory_pool
 from tests.support.embedding_server import EmbeddingServer
+from tests.support.live_server import Live, fresh_live_memory_pool
 from tests.support.redis_server import RedisServer, free_port
 
 AGENT = "hermes-test"

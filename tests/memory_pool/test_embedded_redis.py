@@ -22,26 +22,9 @@ from memory_pool.embedded_redis import (
     major_version,
     packaged_redis_server,
 )
+from tests.support.serve import gone, wait_gone
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def gone(pid: int) -> bool:
-    """Whether the process has ended (a zombie nobody reaped counts as ended)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return True
-    return "\nState:\tZ" in status
-
-
-def wait_gone(pid: int, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not gone(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def client(server: EmbeddedRedis) -> redis.Redis:

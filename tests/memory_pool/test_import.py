@@ -13,9 +13,8 @@ from typing import Any
 from qdrant_client import QdrantClient, models
 
 from shared.store.edge.engine import EdgeStore
-from tests.conftest import EMBEDDING_DIMS
-from tests.memory_pool.test_serve import ROOT, Served, serve_env, serving
-from tests.support.embedding_server import EmbeddingServer
+from tests.support.embedding_server import EMBEDDING_DIMS, EmbeddingServer
+from tests.support.serve import ROOT, Served, serve_env, serving
 
 COLLECTION = "mem_mythos"
 AGENTS = """\

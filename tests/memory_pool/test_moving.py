@@ -20,10 +20,10 @@ from shared.agents import AgentConfig, Agents
 from shared.state import keys
 from shared.store.edge.engine import EdgeStore
 from shared.store.interface import PointToWrite
-from tests.memory_pool.test_serve import ROOT, Served, serve_env, serving
-from tests.stack import running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer, embed_text
 from tests.support.qdrant_server import QdrantTestServer
+from tests.support.serve import ROOT, Served, serve_env, serving
+from tests.support.stack import running_stack, stack_settings
 
 COLLECTION = "mem_mythos"
 

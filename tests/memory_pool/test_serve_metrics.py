@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.memory_pool.test_serve import FLUSHED, FLUSHED_QUERY, serve_env, serving
-from tests.observability.deployment import parse_metrics, value
+from tests.support.deployment import parse_metrics, value
 from tests.support.embedding_server import EmbeddingServer
+from tests.support.serve import FLUSHED, FLUSHED_QUERY, serve_env, serving
 
 
 def test_serve_metrics_are_one_scrape_and_its_logs_json(

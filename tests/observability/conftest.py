@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.observability.deployment import Deployment, live_deployment
+from tests.support.deployment import Deployment, live_deployment
 
 
 @pytest.fixture(scope="package")

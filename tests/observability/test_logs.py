@@ -7,9 +7,8 @@ import re
 from collections import Counter
 from typing import Any
 
-from tests.faults.conftest import wait_until
-from tests.observability.deployment import OPS_KEY, SCOPED_KEY, Deployment, value
-from tests.observability.test_metrics import messages
+from tests.support.cluster import wait_until
+from tests.support.deployment import OPS_KEY, SCOPED_KEY, Deployment, messages, value
 
 TEXT_MARKER = "zebracrossing-private-words"
 NAME_MARKER = "Marguerite-secret-handle"

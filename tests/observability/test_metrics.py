@@ -3,32 +3,16 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
-from tests.faults.conftest import FLUSH_DONE, wait_until
-from tests.observability.deployment import (
+from tests.support.cluster import FLUSH_DONE, wait_until
+from tests.support.deployment import (
     OPS_KEY,
     SCOPED_KEY,
     Deployment,
+    messages,
     parse_metrics,
     value,
 )
-
-TS = 1_718_000_000_000
-
-
-def messages(channel: str, count: int, *, start: int = 0) -> list[dict[str, Any]]:
-    return [
-        {
-            "message_id": f"{channel}-{n}",
-            "text": f"turn {n} of {channel}: the lighthouse keeper counted {n} ships",
-            "ts": TS + n * 60_000,
-            "channel_id": channel,
-            "speaker_kind": "user",
-            "discord_user_id": "111",
-        }
-        for n in range(start, start + count)
-    ]
 
 
 def test_metrics_needs_an_operator_key_once_keys_exist(deployment: Deployment) -> None:

@@ -15,9 +15,8 @@ import httpx
 import pytest
 import yaml
 
-from tests.faults.conftest import wait_until
-from tests.observability.deployment import OPS_KEY, Deployment
-from tests.observability.test_metrics import messages
+from tests.support.cluster import wait_until
+from tests.support.deployment import OPS_KEY, Deployment, messages
 from tests.support.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -768,3 +768,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+EMBEDDING_DIMS = 128

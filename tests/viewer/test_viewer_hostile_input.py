@@ -11,12 +11,20 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import Select
 
-from tests.client.live_server import Live, live_memory_pool
-from tests.e2e.test_deletes import st_point
 from tests.support.browser import chromium
+from tests.support.delete_data import st_point
 from tests.support.embedding_server import EmbeddingServer
-from tests.viewer.conftest import message, open_page, seed, wait_for
-from tests.viewer.test_viewer_page import after, fill, submit, version
+from tests.support.live_server import Live, live_memory_pool
+from tests.support.viewer_page import (
+    after,
+    fill,
+    message,
+    open_page,
+    seed,
+    submit,
+    version,
+    wait_for,
+)
 
 
 def bar_titles(chart: WebElement) -> list[str]:

@@ -9,8 +9,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
 
-from tests.client.live_server import Live
-from tests.viewer.conftest import MYTHOS_KEY, OPS_KEY, open_page, seed, wait_for
+from tests.support.live_server import Live
+from tests.support.viewer_page import MYTHOS_KEY, OPS_KEY, open_page, seed, wait_for
 
 OPS = {"Authorization": f"Bearer {OPS_KEY}"}
 # A request the page's own script could be made to send: the other agent, with the scoped key.

@@ -10,42 +10,22 @@ from typing import Any
 from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support.ui import Select
 
-from tests.client.live_server import Live
-from tests.e2e.test_deletes import st_point
+from tests.support.delete_data import st_point
 from tests.support.embedding_server import EmbeddingServer
-from tests.viewer.conftest import message, open_page, seed, wait_for
+from tests.support.live_server import Live
+from tests.support.viewer_page import (
+    after,
+    fill,
+    message,
+    open_page,
+    seed,
+    submit,
+    version,
+    wait_for,
+)
 
 Shot = Callable[[WebDriver, str], Path]
-
-
-def version(driver: WebDriver, selector: str) -> str:
-    return driver.execute_script(
-        "return document.querySelector(arguments[0]).dataset.version || '0'", selector
-    )
-
-
-def after(driver: WebDriver, selector: str, action: Callable[[], Any]) -> None:
-    """Runs `action` and waits until the container at `selector` has rendered again."""
-    before = version(driver, selector)
-    action()
-    wait_for(driver, lambda d: version(d, selector) != before)
-
-
-def fill(driver: WebDriver, form: str, **values: str) -> None:
-    for name, value in values.items():
-        field = driver.find_element(By.CSS_SELECTOR, f"{form} [name={name}]")
-        if field.tag_name == "select":
-            Select(field).select_by_value(value)
-            continue
-        field.clear()
-        if value:
-            field.send_keys(value)
-
-
-def submit(driver: WebDriver, form: str) -> None:
-    driver.find_element(By.CSS_SELECTOR, f"{form} button[type=submit]").click()
 
 
 def card_ids(driver: WebDriver, container: str = "#browse-list") -> list[str]:

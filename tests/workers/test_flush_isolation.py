@@ -1,7 +1,7 @@
 """One bad conversation never holds back another: the flush against real Redis, the embedding
 test server and both Qdrant paths (local mode and the REST test server).
 
-Each poison is written into Redis as the code before the door stored it (tests/legacy.py) and
+Each poison is written into Redis as the code before the door stored it (support/legacy.py) and
 flushed in one task with a victim: the victim is written, the poisoner is set aside alone.
 """
 
@@ -33,12 +33,11 @@ from shared.state.conversations import ConversationRef
 from shared.state.quarantine import FailOutcome, Quarantine
 from shared.store.edge.engine import EdgeStore
 from shared.store.qdrant.engine import QdrantStore
-from tests.conftest import EMBEDDING_DIMS
-from tests.legacy import BASE_TS, MICROSECONDS_TS, SOURCE, buffer_legacy, record
-from tests.stack import stack_settings
 from tests.support.buffer_save import IncomingMessage, buffer_save
-from tests.support.embedding_server import EmbeddingServer
+from tests.support.embedding_server import EMBEDDING_DIMS, EmbeddingServer
+from tests.support.legacy import BASE_TS, MICROSECONDS_TS, SOURCE, buffer_legacy, record
 from tests.support.qdrant_server import QdrantTestServer
+from tests.support.stack import stack_settings
 from workers.failures import UNKNOWN_FAILURES_ALLOWED
 from workers.flush import FlushDeps, FlushReport, flush
 

@@ -15,7 +15,7 @@ from shared.errors import UpstreamUnavailable
 from shared.ops.log_setup import JsonFormatter
 from shared.state import keys
 from tests.support.embedding_server import EmbeddingServer
-from tests.workers.test_flush import HALF, World, make_world, message, settings, world
+from tests.support.flush_world import HALF, World, make_world, message, settings, world
 from workers.flush import flush
 
 __all__ = ["make_world", "settings", "world"]  # fixtures, used by name

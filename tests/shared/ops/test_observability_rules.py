@@ -19,7 +19,7 @@ from shared.ops.metered import FlushCauses, embedding_status
 from shared.ops.metrics import OTHER, BoundedLabel
 from workers.metrics import retry_cause
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_a_bounded_label_names_the_fixed_ones_and_caps_the_rest() -> None:

@@ -10,12 +10,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.faults.conftest import CLI, Proc, wait_until
+from tests.support.cluster import CLI, Proc, wait_until
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.qdrant_server import QdrantTestServer
 from tests.support.redis_server import RedisServer, free_port
@@ -186,3 +187,20 @@ def _wait_ready(d: Deployment) -> None:
 
     wait_until(api_up, START_TIMEOUT_S, "the API to answer")
     time.sleep(0.2)
+
+
+TS = 1_718_000_000_000
+
+
+def messages(channel: str, count: int, *, start: int = 0) -> list[dict[str, Any]]:
+    return [
+        {
+            "message_id": f"{channel}-{n}",
+            "text": f"turn {n} of {channel}: the lighthouse keeper counted {n} ships",
+            "ts": TS + n * 60_000,
+            "channel_id": channel,
+            "speaker_kind": "user",
+            "discord_user_id": "111",
+        }
+        for n in range(start, start + count)
+    ]

@@ -15,9 +15,9 @@ import yaml
 
 from api.app import create_app
 from shared.agents import load_agents
-from tests.stack import Stack, running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.redis_server import RedisServer, free_port
+from tests.support.stack import Stack, running_stack, stack_settings
 
 START_TIMEOUT = 10.0
 

@@ -6,7 +6,7 @@ import pytest
 
 from shared.format.payload import ChunkContext, chunk_payload, chunk_text
 from shared.format.recall_block import RecallHit, js_to_fixed_0, recall_block, score_percent
-from tests.factories import BASE_TS, msg
+from tests.support.factories import BASE_TS, msg
 
 DAY_MS = 86_400_000
 

@@ -33,7 +33,7 @@ from tests.support.embedding_server import (
 from tests.support.minilm import model_folder
 
 DIMS = 64
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 ENV_NAMES = [
     "EMBEDDING_PROVIDER",
     "EMBEDDING_BASE_URL",

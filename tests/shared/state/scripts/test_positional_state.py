@@ -25,7 +25,7 @@ from shared.state.conversations import ConversationRef
 from tests.support.buffer_save import IncomingMessage, buffer_save
 from tests.support.redis_dump import load_dump
 
-FIXTURE = Path(__file__).parent.parent / "fixtures" / "redis_v2_positional.json"
+FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "redis_v2_positional.json"
 C1 = ConversationRef(collection="mem_polaris", source="discord", channel_id="c1")
 C2 = ConversationRef(collection="mem_polaris", source="discord", channel_id="c2")
 AGENT = AgentRef("Polaris", "mem_polaris")

@@ -19,8 +19,8 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from shared.agents import AgentConfig, Agents
 from shared.runtime import Runtime
-from tests.stack import stack_settings
 from tests.support.redis_server import free_port
+from tests.support.stack import stack_settings
 
 BASE_TS = 1_718_000_000_000
 TEXT = "the harbour lights were far away"

@@ -24,8 +24,7 @@ from shared.settings import Settings
 from shared.state import keys
 from shared.store.bm25_terms import record_encoding
 from shared.store.interface import Store, StoredPoint
-from tests.conftest import EMBEDDING_DIMS
-from tests.support.embedding_server import EmbeddingServer, embed_text
+from tests.support.embedding_server import EMBEDDING_DIMS, EmbeddingServer, embed_text
 from tests.support.stores import KINDS, open_store
 
 MODEL = "text-embedding-3-small"

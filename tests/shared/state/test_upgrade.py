@@ -14,12 +14,12 @@ import redis
 from shared.agents import Agents
 from shared.state import keys
 from shared.state.upgrade import LAYOUT, upgrade
-from tests.stack import running_stack, stack_settings
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.redis_dump import load_dump
+from tests.support.stack import running_stack, stack_settings
 
 # Written by memory-pool 8a7bf9d's own Buffers.save, claim/begin/renew and tombstone code.
-FIXTURE = Path(__file__).parent.parent / "fixtures" / "redis_v1.json"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "redis_v1.json"
 
 
 def load_layout_1(client: redis.Redis) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from shared.format.chunking import ChunkRules, chunk_size, cut, is_storable
 from shared.format.messages import Message
 from shared.format.payload import chunk_text, utc_date
-from tests.factories import BASE_TS, msg
+from tests.support.factories import BASE_TS, msg
 
 SMALL = ChunkRules(max_chars=60, min_chars=30, min_messages=2, gap_seconds=3600)
 HOUR_MS = 3_600_000
