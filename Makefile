@@ -34,7 +34,7 @@ lint: install-test
 
 # First, so a tool that cannot be installed stops the run at once (scripts/test-tools.sh).
 test-tools:
-	bash scripts/test-tools.sh
+	PYTHON=$(PYTHON) bash scripts/test-tools.sh
 
 test: test-tools lint
 	$(BIN)/python -m pytest

@@ -29,8 +29,8 @@ from bench.stats import median, ratio, table
 from bench.traffic import DiscordTraffic
 from shared.agents import Agents
 from shared.runtime import Runtime
-from tests.stack import stack_settings
 from tests.support.redis_server import RedisServer
+from tests.support.stack import stack_settings
 
 
 async def _round(app: object, bodies: list[bytes]) -> float:

@@ -21,7 +21,7 @@ import httpx
 from bench.machine import describe
 from bench.stack import Stack
 from bench.stats import median, pct, ratio, table
-from tests.observability.deployment import parse_metrics, value
+from tests.support.deployment import parse_metrics, value
 
 AGENTS = 5
 PER_REQUEST = 10  # conversations (channels) in one /save

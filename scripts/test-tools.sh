@@ -5,7 +5,8 @@
 # tool stops here with one line naming it, not with failing tests ten minutes later.
 set -euo pipefail
 
-# tool on the PATH | Debian package | how to install (a test needs the binary, not its extras)
+# tool on the PATH | Debian package | how to install (a test needs the binary, not its extras);
+# `venv` is Python's venv module with ensurepip, which Debian ships apart and make needs for .venv
 TOOLS="
 redis-server  redis-server     recommends
 chromium      chromium         recommends
@@ -13,15 +14,25 @@ chromedriver  chromium-driver  recommends
 prometheus    prometheus       no-recommends
 docker-compose docker-compose  no-recommends
 git           git              no-recommends
+venv          python3-venv     no-recommends
 "
 APT_TIMEOUT=${TEST_TOOLS_APT_TIMEOUT:-600}
 # An index refresh that cannot reach its mirror must fail within the minute the caller waits.
 UPDATE_TIMEOUT=${TEST_TOOLS_UPDATE_TIMEOUT:-50}
 
+PYTHON=${PYTHON:-python3}
+have() {
+  if [ "$1" = venv ]; then
+    "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1
+  else
+    command -v "$1" >/dev/null 2>&1
+  fi
+}
+
 missing=() with_recommends=() without_recommends=()
 while read -r tool package how; do
   [ -n "$tool" ] || continue
-  command -v "$tool" >/dev/null 2>&1 && continue
+  have "$tool" && continue
   missing+=("$tool")
   if [ "$how" = recommends ]; then with_recommends+=("$package"); else without_recommends+=("$package"); fi
 done <<<"$TOOLS"
@@ -68,6 +79,6 @@ fi
 still=()
 while read -r tool _; do
   [ -n "$tool" ] || continue
-  command -v "$tool" >/dev/null 2>&1 || still+=("$tool")
+  have "$tool" || still+=("$tool")
 done <<<"$TOOLS"
 [ "${#still[@]}" -eq 0 ] || { missing=("${still[@]}"); fail "installed, yet not on the PATH"; }
