@@ -38,7 +38,7 @@ from shared.state.buffers import (
     ConversationState,
     LeaseCheck,
 )
-from shared.state.conversation_meta import ConversationMeta
+from shared.state.conversation_meta import ConversationMeta, UnreadableConversation
 from shared.state.dead_letters import DeadLetter
 from shared.state.quarantine import Quarantine
 from shared.store.interface import PointToWrite, Store
@@ -197,18 +197,28 @@ def _ready_for_writes(deps: FlushDeps, work: list[_Work], report: FlushReport) -
     """Keep the conversations whose collection can take writes; hold or retry the rest."""
     ready = []
     for item in work:
+        problem: Exception | None = None
         # Qdrant refusing the collection sets its conversations aside, each alone
         with _Alone(deps, report, item.state):
-            try:
-                deps.collections.ensure(item.collection)
-            except (DimensionMismatch, ModelMismatch):
-                deps.buffers.release(item.state.claim, retry_in=BLOCKED_RETRY_SECONDS, failed=False)
-                continue
-            except UpstreamUnavailable as exc:
-                _retry(deps, item, exc, report)
-                continue
-            ready.append(item)
+            problem = _collection_problem(deps, item.collection)
+            if problem is None:
+                ready.append(item)
+        # the flush's own bookkeeping: a failure here (Redis gone) fails the task, as always
+        if isinstance(problem, UpstreamUnavailable):
+            _retry(deps, item, problem, report)
+        elif problem is not None:
+            deps.buffers.release(item.state.claim, retry_in=BLOCKED_RETRY_SECONDS, failed=False)
     return ready
+
+
+def _collection_problem(deps: FlushDeps, collection: str) -> Exception | None:
+    """Why the collection cannot take writes now (another size or model: held; Qdrant down:
+    retried), or None; any other failure is raised."""
+    try:
+        deps.collections.ensure(collection)
+    except (DimensionMismatch, ModelMismatch, UpstreamUnavailable) as exc:
+        return exc
+    return None
 
 
 def _upsert(deps: FlushDeps, work: list[_Work], report: FlushReport) -> list[_Work]:
@@ -331,6 +341,8 @@ class _Alone:
         if not isinstance(error, Exception):
             return False  # none, or an interrupt: not this conversation's failure
         info = self.state.info if self.state is not None else None
+        if info is None and isinstance(error, UnreadableConversation):
+            info = error.known  # a hash that cannot be read is still named by its agent
         _isolated(self.deps, self.report, self.claim, info, error)
         return True
 

@@ -55,6 +55,13 @@ class ConversationMeta:
 
     @classmethod
     def of(cls, raw: Mapping[str, str]) -> ConversationMeta:
+        try:
+            return cls._parsed(raw)
+        except (ValueError, TypeError) as exc:
+            raise UnreadableConversation(raw, exc) from exc
+
+    @classmethod
+    def _parsed(cls, raw: Mapping[str, str]) -> ConversationMeta:
         inflight = raw.get(Field.INFLIGHT)
         return cls(
             agent=raw.get(Field.AGENT, ""),
@@ -70,4 +77,15 @@ class ConversationMeta:
             force=int(raw.get(Field.FORCE) or 0),
             attempts=int(raw.get(Field.ATTEMPTS) or 0),
             failures=int(raw.get(Field.FAILURES) or 0),
+        )
+
+
+class UnreadableConversation(ValueError):
+    """A conversation hash with a field that does not parse: it fails the same way on every
+    try. `known` holds what needs no parsing (the agent, the generation), to name it."""
+
+    def __init__(self, raw: Mapping[str, str], error: Exception) -> None:
+        super().__init__(f"a field of the conversation hash cannot be read: {error}")
+        self.known = ConversationMeta(
+            agent=raw.get(Field.AGENT, ""), generation=raw.get(Field.GEN, "0")
         )

@@ -9,10 +9,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+import redis
 from fastapi.testclient import TestClient
 
 from api.app import create_app
 from shared.agents import AgentConfig, Agents
+from shared.errors import DimensionMismatch
 from shared.format.messages import Message
 from shared.format.naming import collection_name, point_id
 from shared.format.payload import chunk_text
@@ -604,3 +606,40 @@ def test_a_rejected_chunk_text_stays_out_of_the_log(
     assert report.dead_letters == 1
     assert caplog.records and "private confession" not in caplog.text
     assert "POISON" not in caplog.text
+
+
+# --------------------------------------------------------------------------- the step guard
+
+
+def test_redis_failing_while_a_held_conversation_is_released_fails_the_task(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Releasing a held conversation is the flush's own bookkeeping: Redis failing there is no
+    # conversation's fault, so the task fails (and is counted an error), as it always did.
+    world.save("mythos", "c1", [message(f"c1-{i}", f"{HALF} {i}", i) for i in range(3)])
+
+    def other_size(_: str) -> None:
+        raise DimensionMismatch("the collection holds vectors of size 64")
+
+    def redis_gone(*_: object, **__: object) -> None:
+        raise redis.ConnectionError("Redis went away")
+
+    monkeypatch.setattr(world.deps.collections, "ensure", other_size)
+    monkeypatch.setattr(world.deps.buffers, "release", redis_gone)
+    with pytest.raises(redis.ConnectionError):
+        flush(world.claim_all(), world.deps)
+
+
+def test_a_conversation_hash_that_cannot_be_read_is_quarantined_with_its_agent(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A broken hash fails the same way on every try: it is set aside at once (before the
+    # step guard it could not even be set aside and came back at every lease expiry).
+    conv = world.save("mythos", "c1", [message(f"c1-{i}", f"{HALF} {i}", i) for i in range(3)])
+    healthy = world.save("mythos", "c2", [message(f"c2-{i}", f"{HALF} {i}", i) for i in range(3)])
+    world.redis.hset(keys.meta(conv), "inflight", "not json")
+    with caplog.at_level(logging.ERROR, logger="workers.isolation"):
+        report = flush(world.claim_all(), world.deps)
+    assert report.quarantined == 1 and report.conversations == 1
+    assert world.buffered(healthy) == ["c2-2"]
+    assert "agent 'mythos'" in caplog.text
