@@ -32,9 +32,12 @@ lint: install-test
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# First, so a tool that cannot be installed stops the run at once (scripts/test-tools.sh).
 test-tools:
-	PYTHON=$(PYTHON) bash scripts/test-tools.sh
+	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/test-tools.sh
 
-test: test-tools lint
+# The tools first, so one that cannot be installed stops the run at once (scripts/test-tools.sh);
+# then lint and the suite, one after the other even under make -j.
+test:
+	@$(MAKE) --no-print-directory test-tools
+	@$(MAKE) --no-print-directory lint
 	$(BIN)/python -m pytest

@@ -21,9 +21,15 @@ APT_TIMEOUT=${TEST_TOOLS_APT_TIMEOUT:-600}
 UPDATE_TIMEOUT=${TEST_TOOLS_UPDATE_TIMEOUT:-50}
 
 PYTHON=${PYTHON:-python3}
+VENV=${VENV:-.venv}
+if ! command -v "$PYTHON" >/dev/null 2>&1; then
+  echo "make test: no Python interpreter '$PYTHON' (PYTHON names the Python 3.11+ to use)" >&2
+  exit 1
+fi
 have() {
   if [ "$1" = venv ]; then
-    "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1
+    # needed only to make .venv: one that exists (made by uv or virtualenv too) will do
+    [ -x "$VENV/bin/python" ] || "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1
   else
     command -v "$1" >/dev/null 2>&1
   fi
@@ -51,30 +57,38 @@ elif command -v sudo >/dev/null 2>&1 && sudo -n true >/dev/null 2>&1; then
   as_root=(sudo -n)
 elif command -v sudo >/dev/null 2>&1 && [ -t 0 ]; then
   echo "make test: installing ${packages[*]} needs root: sudo asks for your password" >&2
-  as_root=(sudo)
+  # asked once here, in the foreground: under `timeout` a password prompt would be stopped
+  sudo -v || fail "sudo refused"
+  as_root=(sudo -n)
 else
   fail "not root and no sudo to run apt-get"
 fi
 
 export DEBIAN_FRONTEND=noninteractive
-apt_install() {
-  [ "${#with_recommends[@]}" -eq 0 ] \
-    || timeout "$APT_TIMEOUT" "${as_root[@]}" apt-get install -y -qq "${with_recommends[@]}" \
-    || return 1
-  [ "${#without_recommends[@]}" -eq 0 ] \
-    || timeout "$APT_TIMEOUT" "${as_root[@]}" apt-get install -y -qq --no-install-recommends \
-      "${without_recommends[@]}"
+apt_install() {  # its status is apt-get's, or timeout's 124
+  if [ "${#with_recommends[@]}" -gt 0 ]; then
+    timeout "$APT_TIMEOUT" "${as_root[@]}" apt-get install -y -qq "${with_recommends[@]}" || return
+  fi
+  if [ "${#without_recommends[@]}" -gt 0 ]; then
+    timeout "$APT_TIMEOUT" "${as_root[@]}" apt-get install -y -qq --no-install-recommends \
+      "${without_recommends[@]}" || return
+  fi
 }
 
 echo "make test: installing ${packages[*]} with apt-get (for ${missing[*]})" >&2
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# apt-get's own output goes to a file the failure line names, so the failure stays one line
+log=$(mktemp -t test-tools.XXXXXX)
+status=0
+apt_install >"$log" 2>&1 || status=$?
+# timed out (124): a stalled download is not stale package lists, so no second wait
+[ "$status" -ne 124 ] || fail "apt-get install timed out after ${APT_TIMEOUT}s; its output: $log"
 # A fresh machine's package lists may be empty or stale: refresh them once, only if needed.
-if ! apt_install >"$log" 2>&1; then
+if [ "$status" -ne 0 ]; then
   timeout "$UPDATE_TIMEOUT" "${as_root[@]}" apt-get update -qq >>"$log" 2>&1 \
-    || { tail -n 3 "$log" >&2; fail "apt-get update failed"; }
-  apt_install >>"$log" 2>&1 || { tail -n 3 "$log" >&2; fail "apt-get install failed"; }
+    || fail "apt-get update failed; its output: $log"
+  apt_install >>"$log" 2>&1 || fail "apt-get install failed; its output: $log"
 fi
+rm -f "$log"
 
 still=()
 while read -r tool _; do

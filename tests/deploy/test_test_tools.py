@@ -24,7 +24,7 @@ TOOLS = {
     "venv": "python3-venv",
 }
 # what the script itself runs, taken from the real system
-SYSTEM = ("bash", "mktemp", "rm", "tail", "timeout")
+SYSTEM = ("bash", "mktemp", "rm", "timeout")
 
 FAKE_APT = """#!/bin/bash
 PATH=/usr/bin:/bin  # the real apt-get runs with the whole system
@@ -33,6 +33,7 @@ case "$1" in
   update) [ "$APT" = broken ] && exit 100; touch "$STATE/updated"; exit 0 ;;
   install)
     [ "$APT" = broken ] && exit 100
+    [ "$APT" = hang ] && { echo "apt-get: 0% [Waiting for headers]"; sleep 30; }
     [ "$APT" = stale ] && [ ! -e "$STATE/updated" ] && exit 100
     for package in "$@"; do
       case "$package" in
@@ -89,7 +90,9 @@ class Machine:
         (self.tools / tool).write_text("#!/bin/sh\n")
         (self.tools / tool).chmod(0o755)
 
-    def run(self, *, uid: int = 0, apt: str = "ok") -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *, uid: int = 0, apt: str = "ok", **extra: str
+    ) -> subprocess.CompletedProcess[str]:
         env = {
             "PATH": f"{self.bin}:{self.tools}",
             "CALLS": str(self.calls),
@@ -99,6 +102,9 @@ class Machine:
             "APT": apt,
             "HOME": str(self.root),
             "PYTHON": str(self.bin / "python"),
+            "VENV": str(self.root / "no-venv-yet"),
+            "TEST_TOOLS_APT_TIMEOUT": "2",
+            **extra,
         }
         return subprocess.run(
             [str(self.bin / "bash"), str(SCRIPT)],
@@ -173,19 +179,22 @@ def test_python_without_its_venv_module_gets_it(machine: Machine) -> None:
 def _refused(done: subprocess.CompletedProcess[str], reason: str) -> None:
     assert done.returncode != 0
     lines = done.stderr.strip().splitlines()
-    assert lines[-1] == (
+    # apt-get's own output stays in its file: the notice that it runs, then the one line
+    assert len(lines) <= 2, lines
+    assert lines[-1].startswith(
         "make test: missing chromedriver prometheus; install the Debian packages "
-        f"chromium-driver prometheus ({reason})"
-    )
+        f"chromium-driver prometheus ({reason}"
+    ), lines[-1]
 
 
 @pytest.mark.parametrize(
     ("setup", "uid", "apt", "reason"),
     [
-        ("no apt-get", 0, "ok", "no apt-get on this machine"),
-        ("no root", 1000, "ok", "not root and no sudo to run apt-get"),
-        ("no package index", 0, "broken", "apt-get update failed"),
-        ("packages without the tools", 0, "hollow", "installed, yet not on the PATH"),
+        ("no apt-get", 0, "ok", "no apt-get on this machine)"),
+        ("no root", 1000, "ok", "not root and no sudo to run apt-get)"),
+        ("no package index", 0, "broken", "apt-get update failed; its output: /"),
+        ("a stalled download", 0, "hang", "apt-get install timed out after 2s; its output: /"),
+        ("packages without the tools", 0, "hollow", "installed, yet not on the PATH)"),
     ],
 )
 def test_tools_that_cannot_be_installed_stop_the_run_at_once_with_one_line(
@@ -199,12 +208,41 @@ def test_tools_that_cannot_be_installed_stop_the_run_at_once_with_one_line(
     assert time.monotonic() - started < 10
     _refused(done, reason)
     assert not (machine.tools / "prometheus").exists() or apt == "hollow"
+    if apt == "hang":  # one wait only: a stalled download is not stale package lists
+        assert [line for line in machine.logged() if "update" in line] == []
+
+
+def test_a_python_that_is_not_there_is_named(machine: Machine) -> None:
+    machine.have(*TOOLS)
+    done = machine.run(PYTHON="/nowhere/python3.11")
+    assert done.returncode == 1
+    assert done.stderr == (
+        "make test: no Python interpreter '/nowhere/python3.11' "
+        "(PYTHON names the Python 3.11+ to use)\n"
+    )
+
+
+def test_an_existing_venv_needs_no_venv_module(machine: Machine) -> None:
+    # made by uv or virtualenv: make uses it as it is
+    machine.have(*(tool for tool in TOOLS if tool != "venv"))
+    venv = machine.root / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(machine.bin / "bash")
+    done = machine.run(VENV=str(machine.root / "venv"))
+    assert (done.returncode, done.stderr) == (0, "")
+    assert machine.logged() == []
 
 
 def test_make_test_runs_the_script_before_anything_else() -> None:
     makefile = (ROOT / "Makefile").read_text()
-    assert "test: test-tools lint" in makefile
-    assert "PYTHON=$(PYTHON) bash scripts/test-tools.sh" in makefile
+    assert "PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/test-tools.sh" in makefile
+    test = makefile.split("\ntest:\n", 1)[1].splitlines()
+    # one after the other, the tools first, even under make -j
+    assert [line.strip() for line in test[:3]] == [
+        "@$(MAKE) --no-print-directory test-tools",
+        "@$(MAKE) --no-print-directory lint",
+        "$(BIN)/python -m pytest",
+    ]
     ci = [
         line
         for line in (ROOT / ".ci" / "run").read_text().splitlines()
