@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,19 @@ def stored_ids(lines: list[str]) -> set[str]:
     return found
 
 
+def _export_once_terms_are_recorded(env: dict[str, str], url: str, export: Path) -> None:
+    """The BM25 backfill records a new collection's term encoding within its 5 s cadence; an
+    export before that says `null`, and the server's export after the move (made from the
+    folder as serve left it) would differ by that alone: export once it is recorded."""
+    deadline = time.monotonic() + 30
+    while True:
+        cli(env, "export", "--agent", "mythos", "--url", url, "--out", str(export))
+        header = json.loads(export.read_text().splitlines()[0])
+        if (header.get("bm25") or {}).get("encoding") or time.monotonic() > deadline:
+            return
+        time.sleep(0.5)
+
+
 def test_export_copy_and_resend(
     tmp_path: Path, embeddings: EmbeddingServer, redis_url: str
 ) -> None:
@@ -82,7 +96,7 @@ def test_export_copy_and_resend(
         refused = cli(env, "export", "--agent", "mythos", "--data-dir", str(data), ok=False)
         assert refused.returncode == 2 and "--url" in refused.stderr
         url = str(served.http.base_url)
-        cli(env, "export", "--agent", "mythos", "--url", url, "--out", str(export))
+        _export_once_terms_are_recorded(env, url, export)
         assert served.interrupt() == 0
     lines = export.read_text().splitlines()
     header = json.loads(lines[0])

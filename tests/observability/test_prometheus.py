@@ -54,7 +54,7 @@ def dashboard_queries() -> list[str]:
 @pytest.fixture
 def prometheus(deployment: Deployment) -> Iterator[str]:
     binary = shutil.which("prometheus")
-    assert binary, "Debian's prometheus package is required (.ci/run installs it)"
+    assert binary, "Debian's prometheus package is required (`make test` installs it)"
     folder = deployment.root / "prometheus"
     folder.mkdir()
     config = folder / "prometheus.yml"

@@ -6,7 +6,7 @@ cannot start is an error, so a test that needs it fails; it never skips.
 
 from __future__ import annotations
 
-import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,8 +14,6 @@ from pathlib import Path
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 # Without the background-networking flags Chromium keeps calling Google's hosts, which this
 # machine's closed network refuses; a fresh profile per browser keeps tests independent.
 FLAGS = (
@@ -27,18 +25,20 @@ FLAGS = (
 
 @contextmanager
 def chromium(profile: Path, *, width: int = 1280, height: int = 900) -> Iterator[webdriver.Chrome]:
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not os.access(path, os.X_OK):
-            raise RuntimeError(
-                f"{path} is missing: apt-get install chromium chromium-driver (.ci/run does)"
-            )
+    # Found on the PATH, where scripts/test-tools.sh (run by `make test`) looks for them.
+    browser, driver_binary = shutil.which("chromium"), shutil.which("chromedriver")
+    if browser is None or driver_binary is None:
+        raise RuntimeError(
+            "chromium or chromedriver is missing: `make test` installs them "
+            "(apt-get install chromium chromium-driver)"
+        )
     options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
+    options.binary_location = browser
     for flag in FLAGS:
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir={profile}")
     options.add_argument(f"--window-size={width},{height}")
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    driver = webdriver.Chrome(options=options, service=Service(driver_binary))
     driver.set_page_load_timeout(30)
     try:
         yield driver
