@@ -97,16 +97,12 @@ class Claim:
 
 @dataclass(slots=True)
 class ConversationState:
-    """What a worker reads when it starts a flush: the hash as read (`meta`) and typed once
-    (`info`); a flush changes the two together (took_back, writing)."""
+    """What a worker reads when it starts a flush: the hash typed once (`info`), which the
+    flush changes as it goes (took_back, writing)."""
 
     claim: Claim
-    meta: dict[str, str]
+    info: ConversationMeta
     messages: list[Message] = field(default_factory=list)
-    info: ConversationMeta = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.info = ConversationMeta.of(self.meta)
 
     @property
     def generation(self) -> str:
@@ -123,13 +119,10 @@ class ConversationState:
 
     def took_back(self) -> None:
         """The points in flight are deleted: none is in flight, no open chunk is written."""
-        self.meta.pop(Field.INFLIGHT, None)
-        self.meta[Field.WRITTEN] = "0"
         self.info = replace(self.info, inflight=(), written=0)
 
     def writing(self, point_ids: Sequence[str]) -> None:
         """These points are written and not committed: a take-back deletes them."""
-        self.meta[Field.INFLIGHT] = json.dumps(list(point_ids))
         self.info = replace(self.info, inflight=tuple(point_ids))
 
 
@@ -268,9 +261,8 @@ class Buffers:
         if not result:
             return None
         flat = [as_text(item) for item in result[0]]
-        state = ConversationState(claim, dict(zip(flat[::2], flat[1::2], strict=True)))
-        state.messages = [Message.from_json(raw) for raw in result[1]]
-        return state
+        info = ConversationMeta.of(dict(zip(flat[::2], flat[1::2], strict=True)))
+        return ConversationState(claim, info, [Message.from_json(raw) for raw in result[1]])
 
     def renew(self, state: ConversationState, writing: Sequence[str] = ()) -> LeaseCheck:
         """Keep the lease before a slow step, noting the points about to be written."""
