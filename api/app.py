@@ -17,6 +17,7 @@ from api.request_id import RequestId
 from api.routes import (
     agents,
     dead_letters,
+    edits,
     memories,
     metrics,
     operations,
@@ -76,6 +77,7 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
     app.include_router(agents.router)
     app.include_router(dead_letters.router)
     app.include_router(memories.router)
+    app.include_router(edits.router)
     app.include_router(ui.router)
     app.include_router(quarantine.router)
     app.include_router(pool_transfer.router)

@@ -18,6 +18,8 @@ from shared.errors import (
     InvalidAgentName,
     InvalidInput,
     MemoryPoolError,
+    MessageDeleted,
+    MessageNotFound,
     ModelMismatch,
     NotQuarantined,
     PointNotFound,
@@ -35,6 +37,8 @@ log = logging.getLogger(__name__)
 STATUS = {
     UnknownAgent: 404,
     PointNotFound: 404,
+    MessageNotFound: 404,
+    MessageDeleted: 410,
     NotQuarantined: 404,
     InvalidInput: 400,
     InvalidAgentName: 400,

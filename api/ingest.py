@@ -9,6 +9,7 @@ from api.schemas import Refusal, SaveMessage, SaveRequest
 from shared.agents import AgentConfig
 from shared.errors import RequestTooLarge
 from shared.format.chunking import is_storable
+from shared.format.fingerprint import text_fingerprint
 from shared.format.ids import (
     MAX_ID_CHARS,
     clean_text,
@@ -32,7 +33,6 @@ OTHER_IDS = ("user_id", "discord_user_id", "channel_id", "guild_id", "conversati
 @dataclass(frozen=True, slots=True)
 class Ingest:
     batches: SaveBatches
-    skipped: int
     refusals: list[Refusal]
 
 
@@ -107,8 +107,9 @@ class _Speakers:
 
 
 def ingest(request: SaveRequest, agent: AgentConfig, source: str) -> Ingest:
-    """Resolve each storable message and its conversation; count the ones too short to keep,
-    and refuse, one by one, the ones that cannot be stored."""
+    """Resolve each message and its conversation (the ones too short to keep are marked: the
+    save script counts them skipped, or takes an emptied edit's message out of its chunk), and
+    refuse, one by one, the ones that cannot be stored."""
     now_ms = int(time.time() * 1000)
     rules = agent.rules
     collection = agent.collection_name  # derived from the name: once, not per message
@@ -116,16 +117,14 @@ def ingest(request: SaveRequest, agent: AgentConfig, source: str) -> Ingest:
     batches = SaveBatches()
     by_scope: dict[tuple[str | None, str | None], ConversationBatch] = {}
     refusals: list[Refusal] = []
-    skipped = 0
     for index, item in enumerate(request.messages):
         ts = _checked_time(index, item, now_ms)
         if isinstance(ts, Refusal):
             refusals.append(ts)
             continue
         text = clean_text(item.text or "").strip()
-        if not is_storable(text, rules):
-            skipped += 1
-            continue
+        # A short one is stored never, but its id may be known: an edit that empties it.
+        short = not is_storable(text, rules)
         scope = (item.conversation_id, item.channel_id)
         batch = by_scope.get(scope)
         if batch is None:  # a request's messages share one or a few conversations
@@ -141,5 +140,7 @@ def ingest(request: SaveRequest, agent: AgentConfig, source: str) -> Ingest:
         is_self = item.speaker_kind == "self"
         speaker = speakers.of(item, user_id)
         line = stored_json(item.message_id, text, ts, speaker, user_id, is_self)
-        batch.append(item.message_id, line, item.guild_id)
-    return Ingest(batches, skipped, refusals)
+        batch.append(
+            item.message_id, line, item.guild_id, fingerprint=text_fingerprint(text), short=short
+        )
+    return Ingest(batches, refusals)

@@ -36,13 +36,22 @@ class ApiMeters:
         for outcome, count in (
             ("accepted", counts.accepted),
             ("duplicate", counts.duplicates),
-            ("skipped", result.skipped),
+            ("edited", counts.edited),
+            ("stale", counts.stale),
+            ("skipped", counts.skipped),
             ("refused", len(result.refusals)),
         ):
             if count:
                 child(metrics.SAVE_MESSAGES, *labels, outcome).inc(count)
         for refusal in result.refusals:
             child(metrics.SAVE_REFUSALS, *labels, f"invalid_{refusal.field}").inc()
+
+    def edits(self, agent: str, source: str, counts: SaveCounts) -> None:
+        """An explicit edit (PATCH): counted with /save's messages, by what it did."""
+        labels = (self.agent(agent), self.source(source))
+        for outcome, count in (("edited", counts.edited), ("stale", counts.stale)):
+            if count:
+                child(metrics.SAVE_MESSAGES, *labels, outcome).inc(count)
 
     def held(self, agent: str, source: str, messages: int) -> None:
         """The agent's writes are held (409): nothing of the request was buffered."""

@@ -112,11 +112,22 @@ class Refusal(BaseModel):
 
 
 class SaveResponse(BaseModel):
-    """The three counts always; `refused` and `refusals` only when a message was refused."""
+    """The three counts always; `edited`, `stale`, `refused` and `refusals` only when not 0."""
 
     accepted: int = Field(description="New messages buffered for chunking.")
     duplicates: int = Field(description="Messages already seen (by agent, source, message id).")
     skipped: int = Field(description="Empty or too short messages, not stored.")
+    edited: int = Field(
+        0,
+        description="Seen ids re-sent with another text: the memory takes the new text "
+        "(present only when not 0).",
+    )
+    stale: int = Field(
+        0,
+        description="Edits of messages whose stored chunk cannot be rebuilt (written before "
+        "edits were kept, or by st-qdrant-memory): they keep their text (present only when "
+        "not 0).",
+    )
     refused: int = Field(0, description="Messages that cannot be stored, left out (refusals).")
     refusals: list[Refusal] = Field(
         default_factory=list, description="Why each refused message was left out."

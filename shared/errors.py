@@ -122,3 +122,16 @@ class PointNotFound(MemoryPoolError):
     """No point with that id in the agent's collection."""
 
     code = "point_not_found"
+
+
+class MessageNotFound(MemoryPoolError):
+    """An edit names a message id the agent never saw (or forgot: its mark expired and no
+    chunk holds it)."""
+
+    code = "message_not_found"
+
+
+class MessageDeleted(MemoryPoolError):
+    """An edit names a deleted message: a deleted id stays deleted."""
+
+    code = "message_deleted"

@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 FLUSH_TASK = "memory_pool.flush"
 REPLAY_TASK = "memory_pool.replay_dead_letters"
 BACKFILL_TASK = "memory_pool.backfill_bm25"
+EDITS_TASK = "memory_pool.apply_edits"  # one argument: the collection whose edits wait
 
 
 class ClaimModel(BaseModel):

@@ -115,7 +115,7 @@ def idle_seconds_of(agent: AgentConfig, info: ConversationMeta) -> float:
 
 def _prepare(state: ConversationState, deps: FlushDeps, report: FlushReport) -> _Work | None:
     agent = deps.agents.get(state.agent)
-    if state.inflight and not _take_back(deps, state, agent.collection_name, report):
+    if state.to_take_back and not _take_back(deps, state, agent.collection_name, report):
         return None
     info = state.info  # after a take-back, which forgets `written`
     quiet = time.time() - info.last_ms / 1000
@@ -135,9 +135,14 @@ def _take_back(deps: FlushDeps, state: ConversationState, collection: str,
                report: FlushReport) -> bool:  # fmt: skip
     """An earlier flush of this conversation wrote points and never committed (it died, or a
     delete overtook it): delete them before planning, since they may hold deleted messages.
-    Whatever they held that still counts is in the buffer and is written again."""
+    Whatever they held that still counts is in the buffer and is written again. An open
+    chunk an edit took its first message out of is retired the same way: its point id came
+    from that message, the chunk is written anew under its new first one."""
+    doomed = state.inflight
+    if state.info.retire:
+        doomed.append(point_id(collection, state.info.source, state.info.retire))
     try:
-        deps.store.delete_points(collection, state.inflight)
+        deps.store.delete_points(collection, doomed)
     except UpstreamUnavailable as exc:
         with log_context.bound(agent=state.agent, conversation=state.claim.conversation):
             log.warning("taking back %s waits: %s", state.claim.conversation, exc)
@@ -353,7 +358,7 @@ def _start(claim: Claim, deps: FlushDeps, report: FlushReport) -> _Work | None:
         state = alone.state = deps.buffers.begin(claim)
         if state is None:
             return None
-        if not state.messages and not state.inflight:
+        if not state.messages and not state.to_take_back:
             # Nothing buffered (a due entry left behind): done, whatever its agent's name.
             deps.buffers.commit(state, Commit(0, 0, 0, 0, 0.0, wrote_points=False))
             return None

@@ -12,18 +12,21 @@ from celery import Celery
 from shared.settings import Settings
 from shared.state.buffers import Buffers, Claim
 from shared.state.dead_letters import DeadLetters
-from shared.state.keys import BACKFILL_QUEUED
-from workers.contracts import BACKFILL_TASK, FLUSH_TASK, REPLAY_TASK, FlushTask
+from shared.state.edits import PendingEdits
+from shared.state.keys import BACKFILL_QUEUED, edits_queued
+from workers.contracts import BACKFILL_TASK, EDITS_TASK, FLUSH_TASK, REPLAY_TASK, FlushTask
 
 log = logging.getLogger(__name__)
 
 Send = Callable[[FlushTask], None]
 SendReplay = Callable[[], None]
+SendEdits = Callable[[str], None]
 
 REPLAY_EVERY_SECONDS = 1.0
 # The BM25 backfill (workers/backfill.py) finds st-qdrant-memory's new points within this.
 BACKFILL_EVERY_SECONDS = 5.0
 BACKFILL_QUEUED_SECONDS = 60  # a lost task (worker killed) stops blocking the next after this
+EDITS_QUEUED_SECONDS = 60  # the same for an agent's edit task
 
 
 class Scheduler:
@@ -44,6 +47,7 @@ class Scheduler:
         send_replay: SendReplay | None = None,
         send_backfill: SendReplay | None = None,
         backfill_every: float = BACKFILL_EVERY_SECONDS,
+        send_edits: SendEdits | None = None,
     ) -> None:
         self.buffers = buffers
         self.send = send
@@ -53,6 +57,8 @@ class Scheduler:
         self.send_backfill = send_backfill
         self.backfill_every = backfill_every
         self._last_backfill = 0.0
+        self.send_edits = send_edits
+        self._edits = PendingEdits(buffers.redis)
         self.interval = interval
         self.batch = batch
         self.per_tick = per_tick
@@ -65,7 +71,18 @@ class Scheduler:
             self.send(_task(claims[start : start + self.batch]))
         self._maybe_replay()
         self._maybe_backfill()
+        self._queue_edits()
         return len(claims)
+
+    def _queue_edits(self) -> None:
+        """One edit task per agent with edits waiting, never a second while one is queued."""
+        if self.send_edits is None:
+            return
+        for collection in self._edits.collections():
+            if self.buffers.redis.set(
+                edits_queued(collection), 1, nx=True, ex=EDITS_QUEUED_SECONDS
+            ):
+                self.send_edits(collection)
 
     def _maybe_backfill(self) -> None:
         """One backfill task now and then; it does a few seconds of work and stops."""
@@ -132,4 +149,12 @@ def celery_scheduler(buffers: Buffers, app: Celery, settings: Settings) -> Sched
         send_replay=celery_replay_sender(app),
         send_backfill=celery_replay_sender(app, BACKFILL_TASK),
         backfill_every=settings.backfill_interval_seconds,
+        send_edits=celery_edits_sender(app),
     )
+
+
+def celery_edits_sender(app: Celery) -> SendEdits:
+    def send(collection: str) -> None:
+        app.send_task(EDITS_TASK, args=[collection])
+
+    return send

@@ -7,13 +7,16 @@ from typing import TYPE_CHECKING
 
 from celery import Celery, Task
 
+from shared.errors import UpstreamUnavailable
 from shared.ops import log_context, metrics
 from shared.state.buffers import Claim
 from shared.state.dead_letters import DeadLetters
-from shared.state.keys import BACKFILL_QUEUED, NAMES
+from shared.state.edits import PendingEdits
+from shared.state.keys import BACKFILL_QUEUED, NAMES, edits_queued
 from shared.state.text import as_text
 from workers.backfill import agents_to_backfill, backfill
-from workers.contracts import BACKFILL_TASK, FLUSH_TASK, REPLAY_TASK, FlushTask
+from workers.contracts import BACKFILL_TASK, EDITS_TASK, FLUSH_TASK, REPLAY_TASK, FlushTask
+from workers.edits import apply_edits
 from workers.flush import flush
 from workers.metrics import watched_flush
 from workers.replay import replay
@@ -22,6 +25,8 @@ if TYPE_CHECKING:
     from workers.worker_context import WorkerContext
 
 log = logging.getLogger(__name__)
+
+EDITS_RETRY_SECONDS = 5  # an outage pauses an agent's edits this long between tries
 
 
 def register_tasks(app: Celery, context: WorkerContext) -> None:
@@ -66,3 +71,22 @@ def register_tasks(app: Celery, context: WorkerContext) -> None:
             metrics.record_backfill(report.points)
             log.info("BM25 backfill: %d points in %s", report.points, report.collections)
         return {"points": report.points, "finished": report.finished}
+
+    _register_edits(app, context)
+
+
+def _register_edits(app: Celery, context: WorkerContext) -> None:
+    @app.task(name=EDITS_TASK, ignore_result=True, shared=False, bind=True)
+    def apply_agent_edits(self: Task, collection: str) -> dict:
+        deps = context.deps()
+        client = deps.buffers.redis
+        with log_context.bound(task_id=self.request.id):
+            try:
+                report = apply_edits(collection, deps, PendingEdits(client))
+            except UpstreamUnavailable as exc:
+                # tried again once the pause is over (the scheduler sees the key gone)
+                log.warning("edits of %s wait %ds: %s", collection, EDITS_RETRY_SECONDS, exc)
+                client.set(edits_queued(collection), 1, ex=EDITS_RETRY_SECONDS)
+                return {"rewritten": 0, "left": -1}
+        client.delete(edits_queued(collection))
+        return {"rewritten": report.rewritten, "stale": report.stale, "left": report.left}

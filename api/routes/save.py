@@ -48,7 +48,9 @@ def _log_refusals(bot: str, result: Ingest, total: int) -> None:
 )
 async def save(request: Request, runtime: RuntimeDep) -> SaveResponse:
     """Buffer new messages; already seen ids count as duplicates, short ones as skipped, and
-    messages that cannot be stored as refused (each with its reason)."""
+    messages that cannot be stored as refused (each with its reason). A seen id with another
+    text is an edit (README "Edits"): counted `edited`, or `stale` when its chunk cannot be
+    rebuilt."""
     body = await save_body(request)  # a call, not a dependency: one resolution step less
     check_limits(body, runtime.settings)
     agent = await agent_names(request).canonical(agent_for(body.bot, runtime, request))
@@ -73,10 +75,15 @@ async def save(request: Request, runtime: RuntimeDep) -> SaveResponse:
         raise
     if meter is not None:
         meter.saved(agent.name, source, counts, result)
+    if counts.stale:
+        log.info("agent %r: %d edits of messages whose chunks cannot be rebuilt (older points)",
+                 agent.name, counts.stale)  # fmt: skip
     return SaveResponse(
         accepted=counts.accepted,
         duplicates=counts.duplicates,
-        skipped=result.skipped,
+        skipped=counts.skipped,
+        edited=counts.edited,
+        stale=counts.stale,
         refused=len(result.refusals),
         refusals=result.refusals,
     )

@@ -14,6 +14,11 @@ IS_CHUNK = "isChunk"
 SOURCE = "source"
 MESSAGE_ID_LIST = "messageIdList"  # keyword-indexed: exclusions and deletes match on it
 USER_ID_LIST = "userIdList"
+# The chunk's messages, one object each in text order ({"id", "speaker", "ts", "text"}, and
+# "userId", "self" when set): what an edit or a delete rebuilds the chunk from, since its text
+# cannot be parsed back (a message may hold newlines). Points without it (written before
+# edits were kept, or by st-qdrant-memory) cannot be rebuilt.
+CHUNK_MESSAGES = "chunkMessages"
 CHANNEL_ID = "channelId"
 GUILD_ID = "guildId"
 CONVERSATION_ID = "conversationId"

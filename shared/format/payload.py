@@ -60,6 +60,7 @@ def chunk_payload(messages: Sequence[Message], context: ChunkContext) -> dict[st
         # is what memory-pool filters and deletes by.
         fields.MESSAGE_ID_LIST: ids,
         fields.USER_ID_LIST: _distinct(m.user_id for m in ordered if m.user_id is not None),
+        fields.CHUNK_MESSAGES: [_message_record(message) for message in ordered],
     }
     optional = {
         fields.CHANNEL_ID: context.channel_id,
@@ -68,6 +69,56 @@ def chunk_payload(messages: Sequence[Message], context: ChunkContext) -> dict[st
     }
     payload.update({key: value for key, value in optional.items() if value is not None})
     return payload
+
+
+def _message_record(message: Message) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "id": message.id, "speaker": message.speaker, "ts": message.ts, "text": message.text,
+    }  # fmt: skip
+    if message.user_id is not None:
+        record["userId"] = message.user_id
+    if message.is_self:
+        record["self"] = True
+    return record
+
+
+def messages_of(payload: Mapping[str, Any]) -> list[Message] | None:
+    """The messages a point's chunk was made of, from `chunkMessages`; None when the point has
+    none that can be read (older points, st-qdrant-memory's): it cannot be rebuilt."""
+    records = payload.get(fields.CHUNK_MESSAGES)
+    if not isinstance(records, list) or not records:
+        return None
+    try:
+        return [_message_from(record) for record in records]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def _message_from(record: Mapping[str, Any]) -> Message:
+    user_id = record.get("userId")
+    return Message(
+        id=str(record["id"]),
+        text=str(record["text"]),
+        ts=int(record["ts"]),
+        speaker=str(record["speaker"]),
+        user_id=str(user_id) if user_id is not None else None,
+        is_self=bool(record.get("self")),
+    )
+
+
+def context_of(payload: Mapping[str, Any]) -> ChunkContext:
+    """Where a stored chunk's conversation happened, as its payload says."""
+
+    def optional(key: str) -> str | None:
+        value = payload.get(key)
+        return str(value) if value is not None else None
+
+    return ChunkContext(
+        source=str(payload.get(fields.SOURCE, "")),
+        channel_id=optional(fields.CHANNEL_ID),
+        guild_id=optional(fields.GUILD_ID),
+        conversation_id=optional(fields.CONVERSATION_ID),
+    )
 
 
 def message_ids_of(payload: Mapping[str, Any]) -> set[str]:

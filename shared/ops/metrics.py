@@ -183,6 +183,19 @@ SCHEDULER_SECONDS = Histogram(
     "memory_pool_scheduler_tick_duration_seconds", "Time one sweep took.", buckets=FAST_BUCKETS
 )
 
+CHUNKS_REWRITTEN = Counter(
+    "memory_pool_chunks_rewritten_total",
+    "Stored chunks written again (or deleted, emptied) because a message in them was edited "
+    "(reason=edit) or deleted (reason=delete).",
+    ["reason"],
+)
+
+
+def record_rewrites(reason: str, chunks: int) -> None:
+    if chunks:
+        CHUNKS_REWRITTEN.labels(reason).inc(chunks)
+
+
 # --- hooks for work on other branches (documented; wired when they land) -------------------------
 # Hybrid recall (#10): the backfill task adds the points it gave a sparse vector. What is still
 # missing per collection is a Qdrant count, so it is reported by /health, not at scrape time.

@@ -20,6 +20,7 @@ import redis
 import redis.asyncio
 
 from shared.errors import AgentBlocked, UpstreamUnavailable
+from shared.format.fingerprint import text_fingerprint
 from shared.format.messages import Message
 from shared.state import keys
 from shared.state.conversation_meta import ConversationMeta, Field
@@ -37,10 +38,25 @@ class ConversationBatch:
     ids: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
     guild_id: str | None = None  # the first guild one of them names
+    fingerprints: list[str] = field(default_factory=list)
+    # positions (1-based, as the script counts) of the messages too short to store: only an
+    # edit of a known id can use them (to take the message out of its chunk)
+    short: list[int] = field(default_factory=list)
 
-    def append(self, message_id: str, line: str, guild_id: str | None = None) -> None:
+    def append(
+        self,
+        message_id: str,
+        line: str,
+        guild_id: str | None = None,
+        *,
+        fingerprint: str = "",
+        short: bool = False,
+    ) -> None:
         self.ids.append(message_id)
         self.lines.append(line)
+        self.fingerprints.append(fingerprint)
+        if short:
+            self.short.append(len(self.ids))
         if self.guild_id is None and guild_id:
             self.guild_id = guild_id
 
@@ -64,7 +80,9 @@ class SaveBatches:
         return found
 
     def add(self, ref: ConversationRef, message: Message, guild_id: str | None = None) -> None:
-        self.batch(ref).append(message.id, message.to_json(), guild_id)
+        self.batch(ref).append(
+            message.id, message.to_json(), guild_id, fingerprint=text_fingerprint(message.text)
+        )
 
     def __iter__(self) -> Iterator[ConversationBatch]:
         return iter(self._by_key.values())
@@ -85,6 +103,11 @@ class ConversationSettings:
 class SaveCounts:
     accepted: int
     duplicates: int
+    edited: int = 0  # re-sent with another text: buffered ones changed, written ones queued
+    stale: int = 0  # edits of messages whose written chunk cannot be rebuilt (older points)
+    skipped: int = 0  # too short to store (or an emptied message's re-send)
+    # edit_only: what happened to each message (new, same, deleted, edited, stale, emptied)
+    outcomes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +140,14 @@ class ConversationState:
         """Points an earlier flush wrote (or meant to) without committing."""
         return list(self.info.inflight)
 
+    @property
+    def to_take_back(self) -> bool:
+        """Points in flight, or an open chunk's point to retire, before the flush plans."""
+        return bool(self.info.inflight or self.info.retire)
+
     def took_back(self) -> None:
         """The points in flight are deleted: none is in flight, no open chunk is written."""
-        self.info = replace(self.info, inflight=(), written=0)
+        self.info = replace(self.info, inflight=(), retire=None, written=0)
 
     def writing(self, point_ids: Sequence[str]) -> None:
         """These points are written and not committed: a take-back deletes them."""
@@ -174,6 +202,8 @@ def _group(
         "idle_ms": int(conv.idle_seconds * 1000),
         "seen_prefix": keys.seen(ref.collection, ref.source, ""),
         "ids": [keys.part(message_id) for message_id in batch.ids],
+        "fps": batch.fingerprints, "short": batch.short,
+        "edit_prefix": keys.edit_field(ref.source, ""),
     }  # fmt: skip
 
 
@@ -195,18 +225,32 @@ def refresh_after_ms(ttl_seconds: int) -> int:
     return min(REFRESH_AFTER_MS, ttl_seconds * 10)
 
 
+@dataclass(frozen=True, slots=True)
+class SaveMode:
+    """A save (the default) or an explicit edit: `edit_only` stores no new id and reports each
+    message's outcome; `stored` says the id, if it has no mark, is in a rebuildable chunk."""
+
+    edit_only: bool = False
+    stored: bool = False
+
+
 def save_call(
     agent: AgentRef,
     batches: Iterable[ConversationBatch],
     conv: ConversationSettings,
     ttl: int,
+    mode: SaveMode = SaveMode(),
 ) -> tuple[list[str], list[str]]:
     """The save script's keys and arguments: the same for the sync and the async client."""
     raw: list[str] = []
     groups = [_group(agent.name, batch, conv, raw) for batch in batches if batch.ids]
     plan = {"now": _now_ms(), "ttl": ttl, "refresh_ms": refresh_after_ms(ttl),
-            "collection": agent.collection, "groups": groups}  # fmt: skip
-    script_keys = [keys.DUE, keys.blocked(agent.collection), keys.NAMES, keys.QUARANTINE]
+            "collection": agent.collection, "groups": groups,
+            "meta_prefix": keys.meta(""), "buf_prefix": keys.buffer(""),
+            "edit_only": mode.edit_only, "stored": mode.stored}  # fmt: skip
+    collection = agent.collection
+    script_keys = [keys.DUE, keys.blocked(collection), keys.NAMES, keys.QUARANTINE,
+                   keys.edits(collection), keys.EDITS_DUE, keys.emptied(collection)]  # fmt: skip
     # Stored JSON holds no raw newline (json escapes it): one line per message, one argument.
     return script_keys, [named(plan), "\n".join(raw)]
 
@@ -214,7 +258,9 @@ def save_call(
 def save_counts(result: Sequence[object]) -> SaveCounts:
     if int(str(result[0])) == -1:
         raise AgentBlocked(as_text(result[1]))
-    return SaveCounts(accepted=int(str(result[0])), duplicates=int(str(result[1])))
+    accepted, duplicates, edited, stale, skipped = (int(str(item)) for item in result[:5])
+    return SaveCounts(accepted, duplicates, edited, stale, skipped,
+                      outcomes=tuple(as_text(item) for item in result[5:]))  # fmt: skip
 
 
 def _now_ms() -> int:
@@ -348,9 +394,13 @@ class AsyncSaver:
         self._save = client.register_script(SOURCES["save"])
 
     async def save(
-        self, agent: AgentRef, batches: Iterable[ConversationBatch], conv: ConversationSettings
+        self,
+        agent: AgentRef,
+        batches: Iterable[ConversationBatch],
+        conv: ConversationSettings,
+        mode: SaveMode = SaveMode(),
     ) -> SaveCounts:
-        script_keys, args = save_call(agent, batches, conv, self.dedupe_ttl)
+        script_keys, args = save_call(agent, batches, conv, self.dedupe_ttl, mode)
         try:
             result = await self._save(keys=script_keys, args=args)
         except redis.RedisError as exc:

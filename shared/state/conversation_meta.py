@@ -26,6 +26,9 @@ class Field(enum.StrEnum):
     CHARS = "chars"  # chunker size of the buffered messages
     WRITTEN = "written"  # how many buffered messages are stored as the open chunk
     INFLIGHT = "inflight"  # JSON list of point ids a flush wrote without committing
+    # the first message id of a written open chunk an edit took that message out of: its point
+    # (whose id came from it) is deleted by the next flush, which writes the chunk anew
+    RETIRE = "retire"
     GEN = "gen"  # bumped by every delete that touches the conversation
     FORCE = "force"  # pending force-flush requests
     ATTEMPTS = "attempts"  # failed flush attempts (back-off)
@@ -48,6 +51,7 @@ class ConversationMeta:
     last_ms: int = 0
     written: int = 0
     inflight: tuple[str, ...] = ()
+    retire: str | None = None
     generation: str = "0"
     force: int = 0
     attempts: int = 0
@@ -73,6 +77,7 @@ class ConversationMeta:
             last_ms=int(raw.get(Field.LAST) or 0),
             written=int(raw.get(Field.WRITTEN) or 0),
             inflight=tuple(json.loads(inflight)) if inflight else (),
+            retire=raw.get(Field.RETIRE) or None,
             generation=raw.get(Field.GEN, "0"),
             force=int(raw.get(Field.FORCE) or 0),
             attempts=int(raw.get(Field.ATTEMPTS) or 0),

@@ -101,3 +101,36 @@ def bm25_refused(collection: str) -> str:
 
 # Set while a backfill task waits in the queue, so busy workers never get a pile of them.
 BACKFILL_QUEUED = f"{PREFIX}backfill:queued"
+
+
+# --- edits (shared/state/edits.py) ----------------------------------------------------------
+# SET of the collections with edits waiting for a worker (their chunks are already written).
+EDITS_DUE = f"{PREFIX}edits:due"
+
+
+def edit_field(source: str, message_id: str) -> str:
+    """A message's field in an agent's edit and emptied hashes."""
+    return f"{part(source)}:{part(message_id)}"
+
+
+def edits(collection: str) -> str:
+    """HASH edit_field -> the newest stored JSON of a message whose written chunk must be
+    rewritten with its new text (the last edit wins)."""
+    return f"{PREFIX}edits:{agent_key(collection)}"
+
+
+def emptied(collection: str) -> str:
+    """HASH edit_field -> the stored JSON a message had when an edit to a too-short text took it
+    out of its chunk: an edit back to a long text brings it back with its speaker and time."""
+    return f"{PREFIX}emptied:{agent_key(collection)}"
+
+
+def rewrites_lock(collection: str) -> str:
+    """One rewrite of an agent's written chunks at a time (edits, deletes): each reads a point,
+    changes it and writes it back."""
+    return f"{PREFIX}rewrite:lock:{agent_key(collection)}"
+
+
+def edits_queued(collection: str) -> str:
+    """Set while an edit task for the agent waits in the queue (or backs off after a failure)."""
+    return f"{PREFIX}edits:queued:{agent_key(collection)}"

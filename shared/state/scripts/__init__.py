@@ -21,6 +21,8 @@ _NAMES = (
     "dead_letter_move", "quarantine_fail", "quarantine_release", "quarantine_drop",
     "lock_release", "forget", "upgrade_move_seen", "upgrade_move_conversation",
     "marks_restore", "backlog_read",
+    # edits of written chunks (workers/edits.py)
+    "edit_done", "edit_restore", "invalidate",
 )  # fmt: skip
 
 
@@ -30,7 +32,16 @@ def named(values: dict[str, Any]) -> str:
     return pydantic_core.to_json(values).decode()
 
 
+# Scripts that change buffered messages share one library, prepended to their text (a Redis
+# script cannot load another).
+_WITH_MESSAGE_LIB = ("save", "edit_restore")
+
+
+def _read(name: str) -> str:
+    return resources.files(__name__).joinpath(f"{name}.lua").read_text(encoding="utf-8")
+
+
 SOURCES: dict[str, str] = {
-    name: resources.files(__name__).joinpath(f"{name}.lua").read_text(encoding="utf-8")
+    name: (_read("message_lib") + "\n" if name in _WITH_MESSAGE_LIB else "") + _read(name)
     for name in _NAMES
 }

@@ -1,15 +1,22 @@
--- save.lua: buffer the messages of one /save not seen before, atomically for the whole request.
+-- save.lua: buffer the messages of one /save not seen before, and apply the edits among the
+-- re-sent ones, atomically for the whole request.
 --
 -- KEYS[1]  the due set (zset: conversation -> when its flush is due, ms)
 -- KEYS[2]  the agent's block key (string: the reason its saves are refused), if held
 -- KEYS[3]  the agent names hash (collection -> canonical name)
 -- KEYS[4]  the quarantine set (zset of conversations set aside)
+-- KEYS[5]  the agent's edits hash (edit field -> stored JSON): edits of written chunks
+-- KEYS[6]  the set of collections with edits waiting
+-- KEYS[7]  the agent's emptied hash (edit field -> the stored JSON an emptied message had)
 -- ARGV[1]  the plan, JSON:
 --   now         ms since the epoch
 --   ttl         seconds a seen id is remembered (dedupe), counted from when it was last seen
 --   refresh_ms  a re-sent id gets its full `ttl` back once this much of it has run down (or
 --               when it is longer than `ttl`); optional, 0 (the default) renews on every re-send
 --   collection  the agent's collection (its identity)
+--   meta_prefix, buf_prefix   a conversation's hash and buffer are these .. its key
+--   edit_only   true: store no new id (PATCH); each message's outcome is returned
+--   stored      true: an id with no mark is known to be in a rebuildable written chunk
 --   groups      one table per conversation, in order:
 --     meta, buf, convs  the conversation's hash, buffer list, and its agent's conversation set
 --     member            the conversation key (the due set's member)
@@ -18,66 +25,180 @@
 --                       guild, noidle); the empty ones are left out
 --     min_chars, gap_ms, idle_ms   when the conversation becomes due
 --     seen_prefix, ids  a message's dedupe key is seen_prefix .. its id (escaped as a key part)
+--     fps               each id's text fingerprint (shared/format/fingerprint.py)
+--     short             the positions (1-based) of the ids whose text is too short to store
+--     edit_prefix       a message's field in the edits and emptied hashes is this .. its id
 -- ARGV[2]  the messages' stored JSON, one per line, in the order of the groups' ids (stored JSON
 --          has no raw newline: json escapes it). Passed byte for byte and never re-encoded (cjson
---          would reorder it); only a new message's line is decoded, for its size `z` and `ts`,
---          so a re-sent known one costs one read (PTTL), and a refresh now and then.
+--          would reorder it and round `ts`); only a new or changed message's line is decoded, so
+--          a re-sent known one costs one read (GET), and a refresh now and then.
 --
--- Returns {accepted, duplicates}, or {-1, reason} when the agent is held (nothing changes).
+-- A dedupe mark is "=<state> <fingerprint> <expires ms> <conversation>", the state one of
+--   b  the message is buffered or in a chunk memory-pool can rebuild
+--   l  first seen before marks held fingerprints, and no longer buffered: its chunk cannot be
+--      rebuilt, an edit of it is counted `stale`
+--   o  emptied: an edit to a too-short text took it out of its chunk
+-- A mark of older code holds only the conversation; a deleted id's is "deleted", no expiry.
+--
+-- Returns {accepted, duplicates, edited, stale, skipped, outcome...} (an outcome per message in
+-- edit_only mode: new, same, deleted, edited, stale, emptied), or {-1, reason} when the agent is
+-- held (nothing changes).
 local plan = cjson.decode(ARGV[1])
 local reason = redis.call('GET', KEYS[2])
 if reason then return {-1, reason} end
 local now, due, lines = plan.now, KEYS[1], ARGV[2]
+local edits, edits_due, emptied = KEYS[5], KEYS[6], KEYS[7]
 local ttl_ms, refresh_ms = plan.ttl * 1000, plan.refresh_ms or 0
-local pos, accepted, dups = 1, 0, 0
+local accepted, dups, edited, stale, skipped = 0, 0, 0, 0, 0
+local at = {now = now, due = due, quarantine = KEYS[4], meta_prefix = plan.meta_prefix,
+  buf_prefix = plan.buf_prefix}
+local outcomes = {}
+
+local function mark(state, fp, member)
+  return '=' .. state .. ' ' .. fp .. ' ' .. string.format('%d', now + ttl_ms) .. ' ' .. member
+end
+
+-- state, fingerprint, expiry (ms), conversation; nil for a mark of older code
+local function parsed(value)
+  local state, fp, expires, member = string.match(value, '^=(%a) (%x*) (%d+) (.+)$')
+  if state then return state, fp, tonumber(expires), member end
+  return nil, nil, nil, value
+end
+
+-- The buffered message at `idx` takes the new text (its speaker, time and ids stay), or, too
+-- short now, leaves the buffer (kept in the emptied hash to come back). A flush in flight
+-- takes its points back (generation); the open chunk's stored point is rewritten, or retired
+-- when its first message left (its point id came from it). Returns the mark's new state, or
+-- nil when the buffered record cannot be edited in place.
+local function edit_buffered(member, field, idx, raw, old, line, m, short, idle_ms, min_chars)
+  local meta, buf = plan.meta_prefix .. member, plan.buf_prefix .. member
+  local written = tonumber(redis.call('HGET', meta, 'written') or '0')
+  local old_z, state = tonumber(old.z) or 0, 'b'
+  if short then
+    redis.call('LSET', buf, idx - 1, '\0emptied')
+    redis.call('LREM', buf, 1, '\0emptied')
+    redis.call('HINCRBY', meta, 'chars', -old_z)
+    redis.call('HSET', emptied, field, raw)
+    if idx == 1 and written > 0 then redis.call('HSET', meta, 'retire', old.i) end
+    state = 'o'
+  else
+    local edited_raw, z = with_text(raw, old, line, m)
+    if not edited_raw then return nil end
+    redis.call('LSET', buf, idx - 1, edited_raw)
+    redis.call('HINCRBY', meta, 'chars', z - old_z)
+  end
+  if idx <= written then redis.call('HSET', meta, 'written', 0) end
+  redis.call('HINCRBY', meta, 'gen', 1)
+  redis.call('HSET', meta, 'last', now)
+  local size = tonumber(redis.call('HGET', meta, 'chars') or '0')
+  local retire = redis.call('HEXISTS', meta, 'retire') == 1
+  schedule(at, meta, member, idle_ms, retire or size >= min_chars)
+  return state
+end
+
+-- A re-sent id whose text differs (or whose mark has no fingerprint): returns the mark's new
+-- state and what happened (edited, same, stale, emptied, skipped).
+local function changed(state, member, field, line, short, g)
+  local m = cjson.decode(line)
+  if state ~= 'o' then
+    local idx, raw, old = find(plan.buf_prefix .. member, m.i)
+    if idx then
+      if state == nil and old.t == m.t then return 'b', 'same' end
+      if state == nil and short then return 'b', 'skipped' end
+      local new_state = edit_buffered(member, field, idx, raw, old, line, m, short, g.idle_ms,
+        g.min_chars)
+      if new_state then return new_state, 'edited' end
+      return 'l', 'stale'
+    end
+  end
+  -- Not buffered: its chunk is written.
+  if state == nil then return 'l', 'same' end -- first seen by older code: nothing to compare
+  if state == 'l' then return 'l', 'stale' end
+  if state == 'o' and short then return 'o', 'skipped' end
+  if state == 'o' and bring_back(at, emptied, field, member, line, m, g.idle_ms, g.min_chars) then
+    return 'b', 'edited'
+  end
+  -- A worker rewrites the chunk (workers/edits.py); an emptied message comes back through it.
+  redis.call('HSET', edits, field, line)
+  redis.call('SADD', edits_due, plan.collection)
+  if short then return 'o', 'edited' end
+  return 'b', 'edited'
+end
+
+local function count(outcome, short)
+  if outcome == 'edited' then edited = edited + 1
+  elseif outcome == 'stale' then stale = stale + 1
+  elseif outcome == 'skipped' or short then skipped = skipped + 1
+  else dups = dups + 1 end
+end
+
+local pos = 1
 for _, g in ipairs(plan.groups) do
   local meta, member = g.meta, g.member
   local newest = tonumber(redis.call('HGET', meta, 'newest') or '0')
   local added, added_size, gap = 0, 0, false
-  for _, id in ipairs(g.ids) do
+  local short_at = {}
+  for _, k in ipairs(g.short) do short_at[k] = true end
+  for k, id in ipairs(g.ids) do
     local stop = string.find(lines, '\n', pos, true) or (#lines + 1)
-    local seen = g.seen_prefix .. id
-    -- A marker's expiry tells all: none (-2) is a new id; no expiry (-1) is a tombstone.
-    local left = redis.call('PTTL', seen)
-    if left == -2 then
-      redis.call('SET', seen, member, 'PX', ttl_ms)
-      local raw = string.sub(lines, pos, stop - 1)
-      local m = cjson.decode(raw)
-      redis.call('RPUSH', g.buf, raw)
-      added, added_size = added + 1, added_size + m.z
-      if newest > 0 and m.ts - newest > g.gap_ms then gap = true end
-      if m.ts > newest then newest = m.ts end
-    else
-      -- Seeing an id again keeps it remembered; a deleted id (no expiry) stays deleted. The
-      -- plugin re-sends every id thirty times: a write (and an AOF line) for each would be
-      -- most of this script's cost, so the expiry is set back to `ttl` only once it is a step
-      -- away from it: run down, or longer (the setting was lowered since).
-      if left >= 0 and (left < ttl_ms - refresh_ms or left > ttl_ms) then
-        redis.call('PEXPIRE', seen, ttl_ms)
+    local seen, fp, short = g.seen_prefix .. id, g.fps[k], short_at[k] == true
+    local value = redis.call('GET', seen)
+    local outcome
+    if not value and plan.stored then value = mark('b', '', member) end
+    if not value then
+      if short or plan.edit_only then
+        outcome = 'new'
+        skipped = skipped + 1
+      else
+        outcome = 'accepted'
+        redis.call('SET', seen, mark('b', fp, member), 'PX', ttl_ms)
+        local raw = string.sub(lines, pos, stop - 1)
+        local m = cjson.decode(raw)
+        redis.call('RPUSH', g.buf, raw)
+        added, added_size = added + 1, added_size + m.z
+        if newest > 0 and m.ts - newest > g.gap_ms then gap = true end
+        if m.ts > newest then newest = m.ts end
       end
-      dups = dups + 1
+    elseif value == 'deleted' then
+      -- a deleted id stays deleted, whatever text comes
+      outcome = 'deleted'
+      count(outcome, short)
+    else
+      local state, old_fp, expires, where = parsed(value)
+      if state and old_fp == fp then
+        -- Seen with this text: a duplicate, kept remembered. The plugin re-sends every id
+        -- thirty times: a write (and an AOF line) for each would be most of this script's
+        -- cost, so the expiry is set back to `ttl` only once it is a step away from it: run
+        -- down, or longer (the setting was lowered since).
+        local left = expires - now
+        if left < ttl_ms - refresh_ms or left > ttl_ms then
+          redis.call('SET', seen, mark(state, fp, where), 'PX', ttl_ms)
+        end
+        outcome = 'same'
+        count(outcome, short)
+      else
+        local new_state
+        new_state, outcome = changed(state, where, g.edit_prefix .. id,
+          string.sub(lines, pos, stop - 1), short, g)
+        redis.call('SET', seen, mark(new_state, fp, where), 'PX', ttl_ms)
+        count(outcome, short)
+        if outcome == 'edited' and new_state == 'o' then outcome = 'emptied' end
+      end
     end
+    if plan.edit_only then outcomes[#outcomes + 1] = outcome end
     pos = stop + 1
   end
   if added > 0 then
     accepted = accepted + added
     for name, value in pairs(g.fields) do redis.call('HSETNX', meta, name, value) end
     redis.call('HSET', meta, 'last', now, 'newest', newest)
-    local chars = redis.call('HINCRBY', meta, 'chars', added_size)
+    local size = redis.call('HINCRBY', meta, 'chars', added_size)
     redis.call('SADD', g.convs, member)
     -- The first spelling that stores something names the agent (its canonical name).
     redis.call('HSETNX', KEYS[3], plan.collection, g.agent)
-    -- A quarantined conversation keeps its new messages but waits for a release.
-    if not redis.call('ZSCORE', KEYS[4], member) then
-      -- A chunk may close now: flush at once; else wait for the conversation to go quiet.
-      local target = now + g.idle_ms
-      if chars >= g.min_chars or gap then target = now end
-      -- A conversation backing off (provider or Qdrant down) keeps its retry time.
-      local retry_at = tonumber(redis.call('HGET', meta, 'retry_at') or '0')
-      if target < retry_at then target = retry_at end
-      local current = tonumber(redis.call('ZSCORE', due, member))
-      if current == nil or current > now then redis.call('ZADD', due, target, member) end
-    end
+    schedule(at, meta, member, g.idle_ms, size >= g.min_chars or gap)
   end
 end
-return {accepted, dups}
+local result = {accepted, dups, edited, stale, skipped}
+for _, outcome in ipairs(outcomes) do result[#result + 1] = outcome end
+return result

@@ -1,5 +1,5 @@
--- settle.lua: the points of an unfinished flush were taken back: forget them, and that the open
--- chunk was stored (its point may have been one of them).
+-- settle.lua: the points of an unfinished flush (and an open chunk's retired point) were taken
+-- back: forget them, and that the open chunk was stored (its point may have been one of them).
 --
 -- KEYS[1]  the conversation's lease (string: the holder's token)
 -- KEYS[2]  the conversation's hash (its meta)
@@ -8,6 +8,6 @@
 -- Returns 1 done, 0 the lease is not ours (nothing changed).
 local a = cjson.decode(ARGV[1])
 if redis.call('GET', KEYS[1]) ~= a.token then return 0 end
-redis.call('HDEL', KEYS[2], 'inflight')
+redis.call('HDEL', KEYS[2], 'inflight', 'retire')
 redis.call('HSET', KEYS[2], 'written', 0)
 return 1

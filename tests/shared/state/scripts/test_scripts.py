@@ -26,6 +26,7 @@ from shared.state.conversations import ConversationRef
 from shared.state.quarantine import FailOutcome, Quarantine
 from shared.state.scripts import SOURCES
 from tests.support.buffer_save import IncomingMessage, buffer_save
+from tests.support.marks import run_down as run_down_mark
 
 REF = ConversationRef(collection="mem_polaris", source="discord", channel_id="c1")
 AGENT = AgentRef("Polaris", REF.collection)
@@ -109,7 +110,7 @@ def test_dedupe_stores_once_and_a_resend_refreshes_the_ttl(
     sent = incoming(msg("a", 1_000), msg("b", 2_000))
     first = buffer_save(buffers, AGENT, sent, QUIET)
     seen = keys.seen(REF.collection, REF.source, "a")
-    r.expire(seen, 5)
+    run_down_mark(r, seen, 5_000)
     again = buffer_save(buffers, AGENT, sent, QUIET)
     assert (first.accepted, first.duplicates, again.accepted, again.duplicates) == (2, 0, 0, 2)
     assert r.ttl(seen) > 5  # re-sent: remembered for the full TTL again
@@ -142,7 +143,7 @@ def test_a_resend_renews_a_marker_once_a_step_of_it_has_run_down(
     if run_down is None:
         r.set(seen, keys.TOMBSTONE)
     else:
-        r.pexpire(seen, 600_000 - run_down)
+        run_down_mark(r, seen, 600_000 - run_down)
     before = r.pttl(seen)
     assert buffer_save(buffers, AGENT, incoming(msg("a", 1_000)), QUIET).duplicates == 1
     after = r.pttl(seen)
@@ -173,19 +174,30 @@ def test_a_held_agent_is_refused_and_nothing_changes(r: redis.Redis, buffers: Bu
 
 def test_save_lua_takes_its_arguments_by_name(r: redis.Redis) -> None:
     """The script's interface as its header documents it, called without the Python wrapper."""
-    plan = {"now": 5_000, "ttl": 60, "collection": "mem_x", "groups": [{
-        "meta": "m", "buf": "b", "convs": "cs", "member": "conv", "agent": "X",
+    plan = {"now": 5_000, "ttl": 60, "collection": "mem_x", "meta_prefix": "m:",
+            "buf_prefix": "b:", "groups": [{
+        "meta": "m:conv", "buf": "b:conv", "convs": "cs", "member": "conv", "agent": "X",
         "fields": {"agent": "X", "source": "s"}, "min_chars": 100, "gap_ms": 10, "idle_ms": 10,
-        "seen_prefix": "seen:", "ids": ["1", "2"],
+        "seen_prefix": "seen:", "ids": ["1", "2"], "fps": ["aa", "bb"], "short": [],
+        "edit_prefix": "s:",
     }]}  # fmt: skip
-    args = [json.dumps(plan), '{"i":"1","ts":4000,"z":3}\n{"i":"2","ts":4001,"z":5}']
-    script_keys = ["due", "blocked", "names", "quarantine"]
-    assert r.eval(SOURCES["save"], 4, *script_keys, *args) == [2, 0]
-    assert r.eval(SOURCES["save"], 4, *script_keys, *args) == [0, 2]
-    assert r.lrange("b", 0, -1) == ['{"i":"1","ts":4000,"z":3}', '{"i":"2","ts":4001,"z":5}']
-    assert r.ttl("seen:1") == 60 and r.get("seen:2") == "conv" and r.zscore("due", "conv") == 5_010
-    assert r.hgetall("m") == {"agent": "X", "source": "s", "last": "5000", "newest": "4001",
-                              "chars": "8"}  # fmt: skip
+    one = '{"i":"1","t":"one!!","s":"A","ts":4000,"z":3}'
+    two = '{"i":"2","t":"two!!","s":"A","ts":4001,"z":5}'
+    lines = f"{one}\n{two}"
+    script_keys = ["due", "blocked", "names", "quarantine", "edits", "edits_due", "emptied"]
+    assert r.eval(SOURCES["save"], 7, *script_keys, json.dumps(plan), lines) == [2, 0, 0, 0, 0]
+    assert r.eval(SOURCES["save"], 7, *script_keys, json.dumps(plan), lines) == [0, 2, 0, 0, 0]
+    assert r.lrange("b:conv", 0, -1) == lines.split("\n")
+    assert r.ttl("seen:1") == 60 and r.get("seen:2") == "=b bb 65000 conv"
+    assert r.zscore("due", "conv") == 5_010
+    assert r.hgetall("m:conv") == {"agent": "X", "source": "s", "last": "5000", "newest": "4001",
+                                   "chars": "8"}  # fmt: skip
+    # the second one again with another text: an edit of the buffered message, in place
+    plan["groups"][0]["fps"] = ["aa", "cc"]
+    # (its speaker and time stay the first version's; its size is its new text's with them)
+    edited = f'{one}\n{{"i":"2","t":"TWO!!!","s":"Bob","ts":9,"z":7}}'
+    assert r.eval(SOURCES["save"], 7, *script_keys, json.dumps(plan), edited) == [0, 1, 1, 0, 0]
+    assert r.lindex("b:conv", 1) == '{"i":"2","t":"TWO!!!","s":"A","ts":4001,"z":5}'
 
 
 # --- claim / begin / renew / commit / settle / release: leases and generations ----------------

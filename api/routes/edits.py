@@ -1,0 +1,125 @@
+"""PATCH /agents/{bot}/messages/{message_id}: an explicit edit, for clients that know when a
+message changed (the viewer, client/). It does what a re-send with the new text does on
+/save (README "Edits") and answers what it changed."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Path, Request
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+
+from api.deps import AgentDep, RuntimeDep, agent_names, saver
+from api.schemas import AGENT_ACCESS, Source, StorableMessageId, error_docs
+from shared.errors import MessageDeleted, MessageNotFound
+from shared.format.chunking import is_storable
+from shared.format.fingerprint import text_fingerprint
+from shared.format.flush_plan import idle_seconds
+from shared.format.ids import clean_text
+from shared.format.messages import stored_json
+from shared.memories.known_ids import holding
+from shared.ops import log_context
+from shared.state.buffers import (
+    AgentRef,
+    ConversationSettings,
+    SaveBatches,
+    SaveCounts,
+    SaveMode,
+)
+from shared.state.conversations import ConversationRef
+
+router = APIRouter()
+
+ERRORS = AGENT_ACCESS | error_docs(
+    e404="The agent never saw this message id (or forgot it: no chunk holds it).",
+    e409="The agent's collection has another model.",
+    e410="The message was deleted: a deleted id stays deleted.",
+    e422="A bad message id, source or text.",
+    e503="Redis or Qdrant is unavailable; nothing changed.",
+)
+
+MAX_EDIT_CHARS = 100_000
+
+Outcome = Literal["edited", "unchanged", "emptied", "stale"]
+
+
+class EditRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: Source | None = Field(
+        None, description="The interface the message came through; the default source if left out."
+    )
+    text: str = Field(max_length=MAX_EDIT_CHARS, description="The message's new text.")
+
+
+class EditResponse(BaseModel):
+    message_id: str
+    source: str
+    outcome: Outcome = Field(
+        description="edited: the memory takes the new text (a written chunk within seconds); "
+        "unchanged: it had this text; emptied: the new text is too short to keep, the message "
+        "left its chunk; stale: its chunk cannot be rebuilt (written before edits were kept, "
+        "or by st-qdrant-memory) and keeps the old text."
+    )
+
+
+_OUTCOMES: dict[str, Outcome] = {
+    "edited": "edited", "same": "unchanged", "emptied": "emptied", "stale": "stale",
+}  # fmt: skip
+
+
+@router.patch("/agents/{bot}/messages/{message_id}", response_model=EditResponse, responses=ERRORS)
+async def edit_message(
+    message_id: Annotated[StorableMessageId, Path(description="The platform message id.")],
+    body: EditRequest,
+    agent: AgentDep,
+    runtime: RuntimeDep,
+    request: Request,
+) -> EditResponse:
+    """Give a message the agent saw a new text, wherever it is: still buffered, or in a
+    written chunk (rewritten under the same point id, its other messages unchanged)."""
+    agent = await agent_names(request).canonical(agent)
+    log_context.set_field("agent", agent.name)
+    source = body.source or runtime.settings.default_source
+    text = clean_text(body.text).strip()
+    batches = SaveBatches()
+    ref = ConversationRef(collection=agent.collection_name, source=source)
+    # only the text of this line is used (an edit keeps the first version's speaker and time)
+    line = stored_json(message_id, text, int(time.time() * 1000), "")
+    batches.batch(ref).append(message_id, line, fingerprint=text_fingerprint(text),
+                              short=not is_storable(text, agent.rules))  # fmt: skip
+    conv = ConversationSettings(
+        min_chars=agent.chunk_min_chars,
+        gap_seconds=agent.chunk_gap_seconds,
+        idle_seconds=idle_seconds(agent.idle_flush_seconds, idle_timer=True),
+    )
+    who = AgentRef(name=agent.name, collection=agent.collection_name)
+    counts = await saver(request).save(who, batches, conv, SaveMode(edit_only=True))
+    outcome = counts.outcomes[0]
+    if outcome == "new":
+        # No mark (never seen, or seen longer ago than the dedupe window): a chunk may hold it.
+        held = await run_in_threadpool(
+            holding, runtime.store, agent.collection_name, source, message_id
+        )
+        if held is None:
+            raise MessageNotFound(
+                f"agent {agent.name!r} has no message {message_id!r} from {source!r}"
+            )
+        if held == "stale":
+            return EditResponse(message_id=message_id, source=source, outcome="stale")
+        counts = await saver(request).save(
+            who, batches, conv, SaveMode(edit_only=True, stored=True)
+        )
+        outcome = counts.outcomes[0]
+    if outcome == "deleted":
+        raise MessageDeleted(f"message {message_id!r} was deleted; it stays deleted")
+    _count(request, agent.name, source, counts)
+    return EditResponse(message_id=message_id, source=source, outcome=_OUTCOMES[outcome])
+
+
+def _count(request: Request, agent: str, source: str, counts: SaveCounts) -> None:
+    meter = request.app.state.meters
+    if meter is not None:
+        meter.edits(agent, source, counts)

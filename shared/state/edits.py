@@ -1,0 +1,76 @@
+"""Edits of written chunks waiting for a worker (the save script queues them): read them,
+mark them done, bring emptied messages back. The rewrite itself is workers/edits.py."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+import redis
+
+from shared.state import keys
+from shared.state.scripts import SOURCES, named
+from shared.state.text import as_text
+
+
+@dataclass(frozen=True, slots=True)
+class PendingEdit:
+    """The newest stored JSON of one message whose written chunk must take its new text."""
+
+    source: str
+    message_id: str
+    line: str
+
+    @property
+    def field(self) -> str:
+        return keys.edit_field(self.source, self.message_id)
+
+
+def _pending(field: str, line: str) -> PendingEdit | None:
+    source, sep, message_id = field.partition(":")
+    if not sep:
+        return None
+    return PendingEdit(unquote(source), unquote(message_id), line)
+
+
+class PendingEdits:
+    def __init__(self, client: redis.Redis) -> None:
+        self.redis = client
+        self._done = client.register_script(SOURCES["edit_done"])
+        self._restore = client.register_script(SOURCES["edit_restore"])
+
+    def collections(self) -> list[str]:
+        """The collections with edits waiting."""
+        return sorted(as_text(member) for member in self.redis.smembers(keys.EDITS_DUE))
+
+    def pending(self, collection: str) -> list[PendingEdit]:
+        raw = self.redis.hgetall(keys.edits(collection))
+        found = (_pending(as_text(k), as_text(v)) for k, v in raw.items())
+        return sorted((e for e in found if e is not None), key=lambda e: e.field)
+
+    def done(
+        self,
+        collection: str,
+        applied: list[PendingEdit],
+        emptied: Mapping[str, str] | None = None,
+    ) -> int:
+        """These edits are in their chunks (each leaves unless a newer one replaced it);
+        `emptied` (field -> the record before) are the messages the rewrite took out.
+        Returns how many edits still wait."""
+        args = {"collection": collection, "done": {e.field: e.line for e in applied},
+                "emptied": dict(emptied or {})}  # fmt: skip
+        script_keys = [keys.edits(collection), keys.EDITS_DUE, keys.emptied(collection)]
+        return int(self._done(keys=script_keys, args=[named(args)]))
+
+    def restore(self, collection: str, edit: PendingEdit, *, idle_seconds: float,
+                min_chars: int) -> bool:  # fmt: skip
+        """Bring an emptied message back into its conversation with the edit's text."""
+        args = {"field": edit.field, "line": edit.line, "now": int(time.time() * 1000),
+                "meta_prefix": keys.meta(""), "buf_prefix": keys.buffer(""),
+                "idle_ms": int(idle_seconds * 1000), "min_chars": min_chars}  # fmt: skip
+        script_keys = [keys.edits(collection), keys.emptied(collection),
+                       keys.seen(collection, edit.source, edit.message_id), keys.DUE,
+                       keys.QUARANTINE]  # fmt: skip
+        return int(self._restore(keys=script_keys, args=[named(args)])) == 1

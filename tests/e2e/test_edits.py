@@ -1,0 +1,257 @@
+"""Edits end to end, on both stores: a re-sent id with another text changes the message
+wherever it is (buffered, in an open chunk, in a written chunk), short edits take it out and
+back, deleted ids stay deleted, unchanged re-sends write nothing (README "Edits")."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shared.agents import AgentConfig, Agents
+from shared.state import keys
+from tests.support.delete_data import st_point
+from tests.support.embedding_server import EmbeddingServer
+from tests.support.hybrid_lake import retrieve
+from tests.support.marks import member_of
+from tests.support.qdrant_server import QdrantTestServer
+from tests.support.stack import Stack, running_stack, stack_settings
+from tests.support.stores import KINDS
+
+BASE_TS = 1_718_000_000_000
+COLLECTION = "mem_mythos"
+# ~320 characters: two of them close a chunk (500), one alone stays open
+CLOCK = "Bartholomew fixed the old clock in the tower again today, " * 5 + "truly"
+BOAT = "Zanzibar painted the little boat by the harbour this morning, " * 5 + "truly"
+RAIN = "The rain kept falling over the quiet village all afternoon long, " * 5 + "truly"
+
+
+@pytest.fixture(params=KINDS)
+def stack(
+    request: pytest.FixtureRequest, redis_url: str, embeddings: EmbeddingServer, tmp_path: Path
+) -> Iterator[Stack]:
+    agents = Agents([AgentConfig(name="mythos", self_speaker="Mythos", idle_flush_seconds=60)],
+                    accept_unlisted=False)  # fmt: skip
+    with ExitStack() as stacked:
+        extra: dict[str, Any] = {}
+        if request.param == "server":
+            server = stacked.enter_context(QdrantTestServer(tmp_path / "qdrant"))
+            extra["QDRANT_URL"] = server.url
+        settings = stack_settings(redis_url, embeddings.url, tmp_path, **extra)
+        yield stacked.enter_context(running_stack(settings, agents))
+
+
+def msg(mid: str, text: str, n: int, user: str = "1") -> dict[str, Any]:
+    return {"message_id": mid, "text": text, "ts": BASE_TS + n * 1000, "channel_id": "c1",
+            "discord_user_id": user, "speaker_name": f"user{user}"}  # fmt: skip
+
+
+def save(stack: Stack, *messages: dict[str, Any]) -> dict[str, Any]:
+    return stack.save({"bot": "mythos", "messages": list(messages)})
+
+
+def points(stack: Stack) -> dict[str, dict[str, Any]]:
+    if stack.runtime.store.collection(COLLECTION) is None:
+        return {}
+    return dict(stack.runtime.store.scroll_payloads(COLLECTION))
+
+
+def vectors(stack: Stack) -> dict[str, list[float]]:
+    return {p.id: list(p.vector or []) for p in stack.runtime.store.iter_points(COLLECTION)}
+
+
+def wait_for(check: Callable[[], bool], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.05)
+    raise AssertionError("the edit did not reach the store in time")
+
+
+def holders(stack: Stack) -> dict[str, list[str]]:
+    """Message id -> the points holding it (a message must be in exactly one)."""
+    found: dict[str, list[str]] = {}
+    for pid, payload in points(stack).items():
+        for mid in payload["messageIdList"]:
+            found.setdefault(mid, []).append(pid)
+    return found
+
+
+def lexical(stack: Stack, word: str) -> set[str]:
+    """Points the BM25 leg alone finds for `word` (no cosine reaches 0.99)."""
+    answer = retrieve(stack, bot="mythos", query_text=word, score_threshold=0.99,
+                      lexical_threshold=0.01)  # fmt: skip
+    return {hit["id"] for hit in answer["hits"]}
+
+
+def written_closed_chunk(stack: Stack) -> tuple[str, dict[str, Any]]:
+    """m1 + m2 in one closed, written chunk."""
+    assert save(stack, msg("m1", CLOCK, 1), msg("m2", RAIN, 2, user="2"))["accepted"] == 2
+    stack.flush("mythos")
+    [(pid, payload)] = points(stack).items()
+    assert payload["messageIdList"] == ["m1", "m2"]
+    return pid, payload
+
+
+def test_an_edit_of_a_buffered_message_is_written_with_its_new_text(stack: Stack) -> None:
+    assert save(stack, msg("m1", CLOCK, 1))["accepted"] == 1
+    answer = save(stack, msg("m1", BOAT, 1))
+    assert answer == {"accepted": 0, "duplicates": 0, "skipped": 0, "edited": 1}
+    stack.flush("mythos")
+    [payload] = points(stack).values()
+    assert BOAT in payload["text"] and "Bartholomew" not in payload["text"]
+    assert payload["speakers"] == "user1" and payload["messageIdList"] == ["m1"]
+
+
+def test_an_edit_of_a_written_open_chunk_rewrites_its_point(stack: Stack) -> None:
+    save(stack, msg("m1", "short one but kept", 1), msg("m2", "another kept line", 2))
+    stack.flush("mythos")  # forced: the open chunk is written and stays buffered to grow
+    [(pid, before)] = points(stack).items()
+    assert save(stack, msg("m2", "another line, edited", 2))["edited"] == 1
+    stack.flush("mythos")
+    after = points(stack)
+    assert list(after) == [pid]
+    assert after[pid]["text"].endswith("user1: another line, edited")
+    assert after[pid]["timestamp"] == before["timestamp"] == BASE_TS + 1000
+
+
+def test_an_edit_of_a_written_chunk_rewrites_text_vectors_and_terms(stack: Stack) -> None:
+    pid, before = written_closed_chunk(stack)
+    dense = vectors(stack)[pid]
+    assert pid in lexical(stack, "Bartholomew") and pid not in lexical(stack, "Zanzibar")
+    assert save(stack, msg("m1", BOAT, 1))["edited"] == 1
+    wait_for(lambda: "Zanzibar" in points(stack)[pid]["text"])
+    after = points(stack)
+    assert list(after) == [pid]  # the same point, written again
+    payload = after[pid]
+    assert "Bartholomew" not in payload["text"] and RAIN in payload["text"]
+    for field in ("speakers", "messageIds", "messageIdList", "timestamp", "userIdList",
+                  "messageCount", "isChunk", "source", "channelId"):  # fmt: skip
+        assert payload[field] == before[field], field
+    assert vectors(stack)[pid] != dense
+    assert pid not in lexical(stack, "Bartholomew") and pid in lexical(stack, "Zanzibar")
+
+
+def test_an_edit_to_a_short_text_takes_the_message_out_and_back(stack: Stack) -> None:
+    pid, _ = written_closed_chunk(stack)
+    assert save(stack, msg("m1", "ok", 1))["edited"] == 1
+    wait_for(lambda: "m1" not in holders(stack))
+    # its point id came from m1: the chunk moved to the id of its first remaining message
+    [(moved, payload)] = points(stack).items()
+    assert moved != pid and payload["messageIdList"] == ["m2"]
+    assert "Bartholomew" not in payload["text"] and payload["text"].startswith("[2024-06-10]")
+    assert save(stack, msg("m1", "ok", 1)) == {"accepted": 0, "duplicates": 0, "skipped": 1}
+    # back to a long text: it returns (as the newest message of its conversation)
+    assert save(stack, msg("m1", BOAT, 1))["edited"] == 1
+    stack.flush("mythos")
+    found = holders(stack)
+    assert found["m2"] == [moved] and len(found["m1"]) == 1
+    back = points(stack)[found["m1"][0]]
+    assert "Zanzibar" in back["text"] and back["timestamp"] == BASE_TS + 1000
+    assert back["speakers"] == "user1"
+
+
+def test_a_chunk_emptied_by_an_edit_is_deleted(stack: Stack) -> None:
+    save(stack, msg("m1", CLOCK + CLOCK, 1))  # alone over the minimum: a closed chunk
+    stack.flush("mythos")
+    assert list(holders(stack)) == ["m1"]
+    assert save(stack, msg("m1", "", 1))["edited"] == 1
+    wait_for(lambda: points(stack) == {})
+    assert stack.runtime.redis.exists(keys.seen(COLLECTION, "discord", "m1"))  # still known
+
+
+def test_an_edit_of_a_deleted_id_changes_nothing(stack: Stack) -> None:
+    written_closed_chunk(stack)
+    response = stack.client.post("/agents/mythos/delete", json={"message_id": "m1"})
+    assert response.status_code == 200, response.text
+    assert save(stack, msg("m1", BOAT, 1)) == {"accepted": 0, "duplicates": 1, "skipped": 0}
+    stack.flush("mythos")
+    assert "m1" not in holders(stack)
+    assert all("Zanzibar" not in p["text"] for p in points(stack).values())
+
+
+def test_quick_edits_end_with_the_last_text(stack: Stack) -> None:
+    pid, _ = written_closed_chunk(stack)
+    for n in range(5):
+        assert save(stack, msg("m1", f"{BOAT} version {n}", 1))["edited"] == 1
+    wait_for(lambda: "version 4" in points(stack)[pid]["text"])
+    assert stack.runtime.redis.hlen(keys.edits(COLLECTION)) == 0
+    assert "version 3" not in points(stack)[pid]["text"]
+
+
+def test_a_resend_with_the_same_text_reads_once_and_writes_nothing(stack: Stack) -> None:
+    pid, before = written_closed_chunk(stack)
+    save(stack, msg("m3", BOAT, 3))  # buffered, not written
+    r = stack.runtime.redis
+    r.config_resetstat()
+    answer = save(stack, msg("m1", CLOCK, 1), msg("m2", RAIN, 2, user="2"), msg("m3", BOAT, 3))
+    assert answer == {"accepted": 0, "duplicates": 3, "skipped": 0}
+    stats = r.info("commandstats")
+    inside = {name: stat["calls"] for name, stat in stats.items()}
+    # one read per id (GET) and the agent's hold check; no write of any kind
+    assert inside["cmdstat_get"] == 4, inside
+    writes = {"cmdstat_set", "cmdstat_pexpire", "cmdstat_hset", "cmdstat_rpush", "cmdstat_zadd",
+              "cmdstat_lset", "cmdstat_sadd", "cmdstat_hincrby"}  # fmt: skip
+    assert not writes & inside.keys(), inside
+    time.sleep(0.3)
+    assert points(stack) == {pid: before}
+    assert r.hlen(keys.edits(COLLECTION)) == 0
+
+
+def test_an_edit_of_a_mark_from_before_fingerprints_is_stale_once_written(stack: Stack) -> None:
+    """Marks written by older code hold only the conversation: their messages' chunks were
+    written without what a rebuild needs."""
+    written_closed_chunk(stack)
+    r = stack.runtime.redis
+    seen = keys.seen(COLLECTION, "discord", "m1")
+    r.set(seen, member_of(r, seen), ex=3600)  # as older code left it
+    assert save(stack, msg("m1", CLOCK, 1))["duplicates"] == 1  # nothing to compare with
+    assert save(stack, msg("m1", BOAT, 1)) == {
+        "accepted": 0, "duplicates": 0, "skipped": 0, "stale": 1,
+    }  # fmt: skip
+    assert save(stack, msg("m1", BOAT, 1))["duplicates"] == 1  # counted once per new text
+    assert r.hlen(keys.edits(COLLECTION)) == 0
+
+
+def test_patch_edits_a_message_and_says_what_it_did(stack: Stack) -> None:
+    pid, _ = written_closed_chunk(stack)
+    url = "/agents/mythos/messages/m1"
+    response = stack.client.patch(url, json={"text": BOAT})
+    assert response.status_code == 200, response.text
+    assert response.json() == {"message_id": "m1", "source": "discord", "outcome": "edited"}
+    wait_for(lambda: "Zanzibar" in points(stack)[pid]["text"])
+    again = stack.client.patch(url, json={"source": "discord", "text": f"  {BOAT} "})
+    assert again.json()["outcome"] == "unchanged"
+    missing = stack.client.patch("/agents/mythos/messages/nope", json={"text": BOAT})
+    assert missing.status_code == 404 and missing.json()["error"] == "message_not_found"
+    other = stack.client.patch(url, json={"source": "hermes", "text": BOAT})
+    assert other.status_code == 404  # ids are per source
+    bad = stack.client.patch(url, json={"text": 5})
+    assert bad.status_code == 422
+    stack.client.post("/agents/mythos/delete", json={"message_id": "m2"})
+    gone = stack.client.patch("/agents/mythos/messages/m2", json={"text": BOAT})
+    assert gone.status_code == 410 and gone.json()["error"] == "message_deleted"
+
+
+def test_patch_finds_a_message_whose_mark_expired(stack: Stack) -> None:
+    pid, _ = written_closed_chunk(stack)
+    stack.runtime.redis.delete(keys.seen(COLLECTION, "discord", "m1"))
+    response = stack.client.patch("/agents/mythos/messages/m1", json={"text": BOAT})
+    assert response.json()["outcome"] == "edited"
+    wait_for(lambda: "Zanzibar" in points(stack)[pid]["text"])
+
+
+def test_an_edit_of_an_st_qdrant_memory_points_message_is_stale(stack: Stack) -> None:
+    save(stack, msg("m1", CLOCK, 1))
+    stack.flush("mythos")  # the collection exists
+    text = "[2024-06-10]\nAlex: an old line\nMythos: yes"
+    stack.runtime.store.upsert(COLLECTION, [st_point(text, "Mythos_1_1,Mythos_1_2")])
+    response = stack.client.patch("/agents/mythos/messages/Mythos_1_1", json={"text": BOAT})
+    assert response.status_code == 200, response.text
+    assert response.json()["outcome"] == "stale"
+    assert any(p.get("text") == text for p in points(stack).values())  # it keeps its text

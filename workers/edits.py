@@ -1,0 +1,123 @@
+"""Edits of written chunks (README "Edits"): /save changed what was still buffered and queued
+the rest (shared/state/edits.py); here each chunk holding an edited message is written again
+with its new text, or without it when the new text is too short to keep. An emptied message
+whose edit brings it back, and that no chunk holds any more, returns through its buffer."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from shared.agents import AgentConfig
+from shared.errors import MemoryPoolError
+from shared.format.chunking import is_storable
+from shared.format.fields import MESSAGE_ID_LIST, SOURCE
+from shared.format.messages import Message
+from shared.format.payload import message_ids_of, messages_of
+from shared.format.rewrite import rewritten
+from shared.memories.rewrites import ChunkChange, rewrite_chunks, rewrites_held
+from shared.state import keys
+from shared.state.edits import PendingEdit, PendingEdits
+from shared.state.text import as_text
+from shared.store.filters import Filter, Match, MatchAny
+from workers.flush import FlushDeps
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EditReport:
+    rewritten: int = 0  # chunks written again (or deleted, emptied)
+    stale: int = 0  # edits of chunks that cannot be rebuilt: they keep their text
+    restored: int = 0  # emptied messages back in their conversation's buffer
+    dropped: int = 0  # edits of messages no chunk holds (a dead letter's, a deleted chunk's)
+    left: int = 0  # edits still waiting (a newer one came meanwhile, or the lock was busy)
+
+
+@dataclass
+class _Plan:
+    changes: list[ChunkChange] = field(default_factory=list)
+    emptied: dict[str, str] = field(default_factory=dict)
+    handled: list[PendingEdit] = field(default_factory=list)
+    unheld: list[PendingEdit] = field(default_factory=list)  # no chunk holds the message
+    stale: int = 0
+
+
+def _agent(deps: FlushDeps, collection: str) -> AgentConfig | None:
+    name = deps.buffers.redis.hget(keys.NAMES, collection)
+    try:
+        return deps.agents.get(as_text(name)) if name is not None else None
+    except MemoryPoolError:
+        return None
+
+
+def _plan(deps: FlushDeps, agent: AgentConfig, edits: list[PendingEdit]) -> _Plan:
+    plan = _Plan()
+    by_source: dict[str, dict[str, PendingEdit]] = defaultdict(dict)
+    for edit in edits:
+        by_source[edit.source][edit.message_id] = edit
+    for source, wanted in by_source.items():
+        ids_filter = MatchAny(MESSAGE_ID_LIST, tuple(sorted(wanted)))
+        query = Filter(must=(ids_filter, Match(SOURCE, source)))
+        held: set[str] = set()
+        found = deps.store.scroll_payloads(agent.collection_name, query_filter=query)
+        for point_id, payload in found:
+            ids = message_ids_of(payload) & wanted.keys()
+            held |= ids
+            messages = messages_of(payload)
+            if messages is None:
+                plan.stale += len(ids)
+                log.info("%d edits in %s keep their old text: chunk %s cannot be rebuilt",
+                         len(ids), agent.name, point_id)  # fmt: skip
+                continue
+            texts = {i: Message.from_json(wanted[i].line).text for i in ids}
+            change = rewritten(messages, agent.rules, texts=texts)
+            plan.changes.append(ChunkChange(point_id, payload, messages, change))
+            for message in change.emptied:
+                plan.emptied[keys.edit_field(source, message.id)] = message.to_json()
+        plan.handled += [wanted[i] for i in sorted(held)]
+        plan.unheld += [wanted[i] for i in sorted(wanted.keys() - held)]
+    return plan
+
+
+def apply_edits(collection: str, deps: FlushDeps, pending: PendingEdits) -> EditReport:
+    """Apply an agent's waiting edits to its written chunks. Raises UpstreamUnavailable when
+    the provider or Qdrant is down: the edits wait for the next try."""
+    report = EditReport()
+    agent = _agent(deps, collection)
+    edits = pending.pending(collection)
+    if agent is None or not edits:
+        report.left = pending.done(collection, edits)  # nothing this deployment can apply
+        report.dropped = len(edits)
+        return report
+    with rewrites_held(deps.buffers.redis, collection, wait_seconds=0) as got:
+        if not got:
+            report.left = len(edits)
+            return report
+        plan = _plan(deps, agent, edits)
+        result = rewrite_chunks(deps.store, deps.embedder, collection, plan.changes,
+                                language=agent.language, reason="edit")  # fmt: skip
+        report.rewritten = len(result.rewritten) + len(result.deleted)
+        report.stale = plan.stale
+        for edit in plan.unheld:
+            if _restore(deps, pending, agent, collection, edit):
+                report.restored += 1
+            else:
+                report.dropped += 1
+        report.left = pending.done(collection, plan.handled, plan.emptied)
+    return report
+
+
+def _restore(deps: FlushDeps, pending: PendingEdits, agent: AgentConfig, collection: str,
+             edit: PendingEdit) -> bool:  # fmt: skip
+    """An edit of a message no chunk holds: an emptied one comes back with a long text; a
+    short one is out already. The edit is done either way."""
+    if not is_storable(Message.from_json(edit.line).text, agent.rules):
+        pending.done(collection, [edit])
+        return False
+    back = pending.restore(collection, edit, idle_seconds=agent.idle_flush_seconds,
+                           min_chars=agent.chunk_min_chars)  # fmt: skip
+    if not back:
+        log.info("an edit of %s in %s found no chunk holding it", edit.message_id, agent.name)
+    return back
