@@ -59,6 +59,9 @@ class DeletePreviewResponse(BaseModel):
         description="Of them, st-qdrant-memory's: it may write them again (it writes to Qdrant "
         "itself, and memory-pool's tombstones cannot stop it)."
     )
+    points_rewritten: int = Field(
+        0, description="Points the delete would write again without the deleted messages."
+    )
 
 
 class DayCount(BaseModel):

@@ -68,6 +68,11 @@ class DeleteRequest(BaseModel):
 
 class DeleteResponse(BaseModel):
     deleted_points: int = Field(description="Points that went from the agent's collection.")
+    rewritten_points: int = Field(
+        0,
+        description="Points written again without the deleted messages (their other "
+        "messages stay).",
+    )
     deleted_buffered: int = Field(description="Buffered messages that went before being stored.")
     deleted_dead_letters: int
 
@@ -75,6 +80,7 @@ class DeleteResponse(BaseModel):
     def of(cls, result: DeleteResult) -> DeleteResponse:
         return cls(
             deleted_points=result.points,
+            rewritten_points=result.rewritten,
             deleted_buffered=result.buffered,
             deleted_dead_letters=result.dead_letters,
         )

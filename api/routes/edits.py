@@ -11,7 +11,7 @@ from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import AgentDep, RuntimeDep, agent_names, saver
+from api.deps import AgentDep, RuntimeDep, saver
 from api.schemas import AGENT_ACCESS, Source, StorableMessageId, error_docs
 from shared.errors import MessageDeleted, MessageNotFound
 from shared.format.chunking import is_storable
@@ -80,7 +80,8 @@ async def edit_message(
 ) -> EditResponse:
     """Give a message the agent saw a new text, wherever it is: still buffered, or in a
     written chunk (rewritten under the same point id, its other messages unchanged)."""
-    agent = await agent_names(request).canonical(agent)
+    # The agent as named: an edit stores no new message, so it records no name for the
+    # collection (its identity), and a refused one changes nothing.
     log_context.set_field("agent", agent.name)
     source = body.source or runtime.settings.default_source
     text = clean_text(body.text).strip()

@@ -114,7 +114,7 @@ def discard(runtime: Runtime, conversation: str) -> int:
     if not runtime.quarantine.is_quarantined(conversation):
         raise NotQuarantined(f"conversation {conversation!r} is not quarantined")
     deletes = BufferDeletes(runtime.redis)
-    removed = deletes.forget([conversation], BufferScope("all"), int(time.time() * 1000))
+    removed = deletes.forget([conversation], BufferScope("all"), int(time.time() * 1000)).removed
     ids = [message_id for _, message_id in removed if message_id is not None]
     deletes.tombstone(collection_of(conversation), [(source_of(conversation), ids)])
     runtime.quarantine.drop(conversation)  # an empty one is not released by the delete

@@ -1,8 +1,9 @@
 """The one delete service: what a delete within one agent (by source, conversation, message
 id, user or point) does in Redis and in the store, in order. It owns the tombstones (a deleted
 id is never stored again), the generation bump (through BufferDeletes: an in-flight flush
-takes its points back), the removal of a deleted message's chunk-mates, and the pause of
-dead-letter replays (the shared lock of shared/state/lock.py). Routes make one call."""
+takes its points back), the rewrite of a chunk without its deleted messages (its chunk-mates
+stay; shared/memories/delete_plan.py), and the pause of dead-letter replays and of edits'
+rewrites (the locks of shared/state/lock.py). Routes make one call."""
 
 from __future__ import annotations
 
@@ -17,11 +18,14 @@ import redis
 from shared.agents import AgentConfig
 from shared.errors import UpstreamUnavailable
 from shared.format.fields import CHANNEL_ID, CONVERSATION_ID, MESSAGE_ID_LIST, SOURCE, USER_ID_LIST
+from shared.format.naming import point_id
 from shared.format.payload import message_ids_of
+from shared.memories.delete_plan import DeletePlan, Partial, plan_delete
 from shared.memories.known_ids import LACKING_ID_LIST
+from shared.memories.rewrites import rewrite_chunks, rewrites_held
 from shared.runtime import Runtime
 from shared.state import keys
-from shared.state.buffer_deletes import BufferDeletes, BufferScope, Removed
+from shared.state.buffer_deletes import BufferDeletes, BufferScope, Forgotten, Removed
 from shared.state.conversations import ConversationRef, source_of
 from shared.state.dead_letters import DeadLetter
 from shared.state.lock import held
@@ -49,6 +53,7 @@ class DeleteResult:
     points: int
     buffered: int
     dead_letters: int
+    rewritten: int = 0  # chunks written again without the deleted messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +62,7 @@ class DeletePreview:
     message_ids: int
     # st-qdrant-memory's points: it writes to Qdrant itself and may write them again
     points_without_source: int
+    points_rewritten: int = 0  # kept, without the deleted messages
 
 
 def point_filter(scope: DeleteScope) -> Filter:
@@ -73,6 +79,13 @@ def point_filter(scope: DeleteScope) -> Filter:
     if scope.channel_id is not None:
         return Filter(must=(source, Match(CHANNEL_ID, scope.channel_id)))
     return Filter(must=(source,))
+
+
+def _partial(scope: DeleteScope) -> Partial:
+    """Only a message id or a user takes part of a chunk; the other scopes take it whole."""
+    if scope.point_id is not None:
+        return Partial()
+    return Partial(message_id=scope.message_id, user_id=scope.user_id)
 
 
 def _buffer_targets(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> list[str]:
@@ -128,52 +141,124 @@ def replays_paused(client: redis.Redis) -> Iterator[None]:
 
 
 def _forget_chunk_mates(
-    deletes: BufferDeletes, conversations: list[str], doomed: dict[str, dict], now_ms: int
+    deletes: BufferDeletes, conversations: list[str], whole: dict[str, dict], now_ms: int
 ) -> list[Removed]:
-    """Every chunk that held a deleted message goes whole: its other messages that are still
-    buffered (an open chunk's, or one kept under another conversation key) leave too."""
+    """A chunk that goes whole takes its other messages with it, also those still buffered
+    (under another conversation key)."""
     removed: list[Removed] = []
-    for source, ids in _ids_by_source(doomed.values()).items():
+    for source, ids in _ids_by_source(whole.values()).items():
         targets = [c for c in conversations if source_of(c) == source]
-        removed += deletes.forget(targets, BufferScope("ids", tuple(sorted(ids))), now_ms)
+        removed += deletes.forget(targets, BufferScope("ids", tuple(sorted(ids))), now_ms).removed
     return removed
+
+
+def _buffer_backed(collection: str, forgotten: Forgotten) -> set[str]:
+    """Stored points that are copies of what is still buffered: the written open chunks the
+    delete touched, and the points of flushes that have not committed."""
+    opened = {point_id(collection, source_of(c), first) for c, first, _ in forgotten.open}
+    return opened | set(forgotten.inflight)
+
+
+def _open_outcomes(collection: str, forgotten: Forgotten, plan: DeletePlan) -> tuple[int, int]:
+    """Of the open chunks' points the delete removed: how many the flush writes again (their
+    buffers keep messages), and how many are gone."""
+    left = {point_id(collection, source_of(c), first): n for c, first, n in forgotten.open}
+    kept = sum(1 for p in plan.backed if left.get(p, 0) > 0)
+    return kept, sum(1 for p in plan.backed if left.get(p) == 0)
+
+
+@contextmanager
+def _rewrites_paused(client: redis.Redis, collection: str) -> Iterator[None]:
+    with rewrites_held(client, collection, wait_seconds=REPLAY_WAIT_SECONDS) as got:
+        if not got:
+            raise UpstreamUnavailable("an edit of this agent's chunks is being written; try again")
+        yield
 
 
 def delete(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> DeleteResult:
     """Redis first (bumping generations, so in-flight flushes take their points back), then
-    Qdrant; every deleted message id is tombstoned so a re-send never stores it again."""
+    Qdrant; every deleted message id is tombstoned so a re-send never stores it again. A chunk
+    that held a deleted message is written again without it; its other messages stay."""
     deletes = BufferDeletes(runtime.redis)
     now_ms = int(time.time() * 1000)
-    with replays_paused(runtime.redis):
-        removed = deletes.forget(
+    collection = agent.collection_name
+    with replays_paused(runtime.redis), _rewrites_paused(runtime.redis, collection):
+        forgotten = deletes.forget(
             _buffer_targets(runtime, agent, scope), _buffer_scope(scope), now_ms
         )
         # Tombstones before Qdrant: if Qdrant fails now, a retry finds the rest, and a re-send
         # of what already left the buffers is refused meanwhile.
-        deletes.tombstone(agent.collection_name, _tombstones(removed).items())
-        doomed = _doomed_points(runtime, agent.collection_name, scope)
-        mates = _forget_chunk_mates(
-            deletes, runtime.buffers.conversations_of(agent.collection_name), doomed, now_ms
+        deletes.tombstone(collection, _tombstones(forgotten.removed).items())
+        doomed = _doomed_points(runtime, collection, scope)
+        plan = plan_delete(
+            doomed, _partial(scope), agent.rules, _buffer_backed(collection, forgotten)
         )
-        tombstones = _ids_by_source(doomed.values())
-        for source, ids in _tombstones(mates).items():
-            tombstones[source].update(ids)
-        deletes.tombstone(agent.collection_name, tombstones.items())
-        runtime.store.delete_points(agent.collection_name, list(doomed))
-        for source, ids in _tombstones(removed).items():
+        written = _apply(runtime, agent, plan, deletes, now_ms)
+        deletes.invalidate([conversation for conversation, _, _ in forgotten.open], now_ms)
+        kept, gone = _open_outcomes(collection, forgotten, plan)
+        tombstones = written.tombstones
+        for source, ids in _tombstones(forgotten.removed).items():
             tombstones[source].update(ids)
         dead = runtime.dead_letters.remove_where(
             lambda letter: not _covers(letter, agent, scope, tombstones)
         )
-    return DeleteResult(points=len(doomed), buffered=len(removed) + len(mates), dead_letters=dead)
+    return DeleteResult(
+        points=written.deleted + gone,
+        buffered=len(forgotten.removed) + written.mates,
+        dead_letters=dead,
+        rewritten=written.rewritten + kept,
+    )
+
+
+@dataclass
+class _Written:
+    deleted: int
+    rewritten: int
+    mates: int
+    tombstones: dict[str, set[str]]
+
+
+def _apply(runtime: Runtime, agent: AgentConfig, plan: DeletePlan, deletes: BufferDeletes,
+           now_ms: int) -> _Written:  # fmt: skip
+    """The plan in the store: tombstones first, then rewrites, then whole deletes."""
+    collection = agent.collection_name
+    tombstones = defaultdict(set, {s: set(ids) for s, ids in plan.dropped.items()})
+    mates = _forget_chunk_mates(
+        deletes, runtime.buffers.conversations_of(collection), plan.whole, now_ms
+    )
+    for source, ids in [*_ids_by_source(plan.whole.values()).items(),
+                        *_tombstones(mates).items()]:  # fmt: skip
+        tombstones[source].update(ids)
+    deletes.tombstone(collection, tombstones.items())
+    result = rewrite_chunks(runtime.store, runtime.embedder, collection, plan.changes,
+                            language=agent.language, reason="delete")  # fmt: skip
+    # A rewrite the provider refused must not keep the deleted text: that chunk goes whole.
+    refused = {c.point_id: dict(c.payload) for c in plan.changes if c.point_id in result.refused}
+    for source, ids in _ids_by_source(refused.values()).items():
+        tombstones[source].update(ids)
+    deletes.tombstone(collection, tombstones.items())
+    runtime.store.delete_points(collection, [*plan.whole, *plan.backed, *refused])
+    emptied = sum(1 for change in plan.changes if change.rewrite.empty)
+    return _Written(
+        deleted=len(plan.whole) + len(refused) + emptied,
+        rewritten=len(result.rewritten),
+        mates=len(mates),
+        tombstones=tombstones,
+    )
 
 
 def preview(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> DeletePreview:
     """What `delete` would take from the collection now, changing nothing (a confirmation)."""
     doomed = _doomed_points(runtime, agent.collection_name, scope)
-    message_ids = {i for payload in doomed.values() for i in message_ids_of(payload)}
-    without_source = sum(1 for payload in doomed.values() if "source" not in payload)
-    return DeletePreview(len(doomed), len(message_ids), without_source)
+    plan = plan_delete(doomed, _partial(scope), agent.rules, backed=set())
+    whole = {pid: payload for pid, payload in doomed.items() if pid in plan.whole}
+    whole.update({c.point_id: doomed[c.point_id] for c in plan.changes if c.rewrite.empty})
+    message_ids = {i for payload in whole.values() for i in message_ids_of(payload)}
+    for ids in plan.dropped.values():
+        message_ids |= ids
+    without_source = sum(1 for payload in whole.values() if "source" not in payload)
+    rewritten = sum(1 for change in plan.changes if not change.rewrite.empty)
+    return DeletePreview(len(whole), len(message_ids), without_source, rewritten)
 
 
 def _tombstones(removed: list[Removed]) -> dict[str, set[str]]:

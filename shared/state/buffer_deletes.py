@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import redis
 
 from shared.state import keys
 from shared.state.scripts import SOURCES
+from shared.state.text import as_text
 
 # (conversation, message id) of a removed buffered message; the id is None for a record no
 # flush could read (it has no id to tombstone, but it is removed all the same).
@@ -17,9 +18,22 @@ Removed = tuple[str, str | None]
 
 # Removes a conversation's matching buffered messages in one step and bumps its generation, so
 # a flush already in flight sees the change before it commits (and takes its points back).
-# A match inside the open chunk that is already written drops that whole chunk, as its point
-# is deleted with it: "every chunk that holds it".
+# Their chunk-mates stay: a written open chunk that held one is deleted by the caller and
+# written anew from what is left (it is `open` in the result).
 _FORGET = SOURCES["forget"]
+_INVALIDATE = SOURCES["invalidate"]
+
+
+@dataclass
+class Forgotten:
+    """What a delete took out of the buffers, and the stored points that are copies of what is
+    still buffered (the open chunks it touched, the points of unfinished flushes): those are
+    deleted, never rewritten, as the next flush writes them again from the buffer."""
+
+    removed: list[Removed] = field(default_factory=list)
+    # (conversation, the first message of its written open chunk, messages left in its buffer)
+    open: list[tuple[str, str, int]] = field(default_factory=list)
+    inflight: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,24 +48,32 @@ class BufferDeletes:
     def __init__(self, client: redis.Redis) -> None:
         self.redis = client
         self._forget = client.register_script(_FORGET)
+        self._invalidate = client.register_script(_INVALIDATE)
 
-    def forget(
-        self, conversations: Iterable[str], scope: BufferScope, now_ms: int
-    ) -> list[Removed]:
+    def forget(self, conversations: Iterable[str], scope: BufferScope, now_ms: int) -> Forgotten:
         """Remove matching buffered messages from each conversation; returns what was removed."""
-        removed: list[Removed] = []
+        found = Forgotten()
         for conversation in conversations:
-            result = self._forget(
-                keys=[
-                    keys.meta(conversation),
-                    keys.buffer(conversation),
-                    keys.DUE,
-                    keys.QUARANTINE,
-                ],
+            removed, first, inflight, left = self._forget(
+                keys=self._keys(conversation),
                 args=[scope.mode, conversation, now_ms, *scope.values],
             )
-            removed.extend((conversation, _message_id(raw)) for raw in result)
-        return removed
+            found.removed.extend((conversation, _message_id(raw)) for raw in removed)
+            if first:
+                found.open.append((conversation, as_text(first), int(left)))
+            if inflight:
+                found.inflight.extend(json.loads(inflight))
+        return found
+
+    def invalidate(self, conversations: Iterable[str], now_ms: int) -> None:
+        """The stored open chunks of these conversations were deleted: nothing of their buffers
+        counts as written (a flush that wrote one meanwhile takes it back), each is due again."""
+        for conversation in conversations:
+            self._invalidate(keys=self._keys(conversation), args=[conversation, now_ms])
+
+    @staticmethod
+    def _keys(conversation: str) -> list[str]:
+        return [keys.meta(conversation), keys.buffer(conversation), keys.DUE, keys.QUARANTINE]
 
     def tombstone(
         self, collection: str, ids_by_source: Iterable[tuple[str, Iterable[str]]]

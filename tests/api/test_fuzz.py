@@ -44,6 +44,7 @@ OPERATIONS = [
     ("/agents/{bot}/memories/{point_id}", "GET"),
     ("/agents/{bot}/memories/{point_id}", "DELETE"),
     ("/agents/{bot}/delete/preview", "POST"),
+    ("/agents/{bot}/messages/{message_id}", "PATCH"),
     ("/agents/{bot}/timeline", "GET"),
     ("/quarantine", "GET"),
     ("/quarantine/release", "POST"),
@@ -205,7 +206,7 @@ def _stored_messages(r: redis.Redis) -> list[Message]:
     ]
 
 
-def test_every_message_is_accepted_skipped_a_duplicate_or_refused(
+def test_every_message_is_accepted_skipped_a_duplicate_an_edit_or_refused(
     client: TestClient, r: redis.Redis
 ) -> None:
     @settings(max_examples=150, deadline=None, derandomize=True, database=None,
@@ -217,7 +218,9 @@ def test_every_message_is_accepted_skipped_a_duplicate_or_refused(
         assert response.status_code == 202, response.text
         answer = response.json()
         counted = answer["accepted"] + answer["duplicates"] + answer["skipped"]
-        assert counted + answer.get("refused", 0) == len(messages)
+        # a seen id with another text is an edit (README "Edits")
+        changed = answer.get("edited", 0) + answer.get("stale", 0)
+        assert counted + changed + answer.get("refused", 0) == len(messages)
         for stored in _stored_messages(r):
             assert message_id_problem(stored.id) is None
             assert MIN_STORABLE_MS <= stored.ts <= MAX_STORABLE_MS

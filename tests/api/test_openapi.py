@@ -14,6 +14,7 @@ from shared.runtime import Runtime
 from tests.support.stack import stack_settings
 
 # Each endpoint, and the error statuses its documentation must list.
+EDIT_CODES = {"400", "401", "403", "404", "409", "410", "422", "503"}
 EXPECTED = {
     ("/save", "post"): {"400", "401", "403", "404", "409", "413", "422", "503"},
     ("/retrieve", "post"): {"400", "401", "403", "404", "422", "503"},
@@ -31,6 +32,8 @@ EXPECTED = {
     ("/agents/{bot}/memories/{point_id}", "delete"): {"400", "401", "403", "404", "422", "503"},
     ("/agents/{bot}/delete/preview", "post"): {"400", "401", "403", "404", "422", "503"},
     ("/agents/{bot}/timeline", "get"): {"400", "401", "403", "404", "422", "503"},
+    # edits (api/routes/edits.py)
+    ("/agents/{bot}/messages/{message_id}", "patch"): EDIT_CODES,
     # moving a pool (api/routes/pool_transfer.py)
     ("/agents/{bot}/export", "get"): {"400", "401", "403", "404", "409", "422"},
     ("/agents/{bot}/import", "post"): {"400", "401", "403", "404", "409", "413", "422"},

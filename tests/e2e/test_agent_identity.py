@@ -46,10 +46,16 @@ def test_spellings_of_one_collection_share_dedupe_and_do_not_overwrite(open_stac
     stack.flush("Dr. Smith")
     before = stack.payloads("mem_dr_smith")
     # Observed: another spelling re-sending m100 stored it again and overwrote the chunk.
-    again = stack.save({"bot": "dr smith", "messages": [msg("m100", 0, text="overwritten!")]})
+    again = stack.save({"bot": "dr smith", "messages": [msg("m100", 0)]})
     assert again == {"accepted": 0, "duplicates": 1, "skipped": 0} | _refusal_fields(again)
     stack.flush("dr smith")
     assert stack.payloads("mem_dr_smith") == before
+    # with another text it is an edit of the same message, in the same chunk
+    edited = stack.save({"bot": "dr smith", "messages": [msg("m100", 0, text="edited text!")]})
+    assert edited["edited"] == 1
+    stack.flush("dr smith")
+    [payload] = stack.payloads("mem_dr_smith")
+    assert payload["messageIdList"] == ["m100", "m101"] and "edited text!" in payload["text"]
     for spelling in ("dr smith", "dr__smith", "DR.SMITH!"):
         stats = stack.client.get(f"/agents/{spelling}/stats").json()
         assert (stats["collection"], stats["points"]) == ("mem_dr_smith", 1)
@@ -65,13 +71,13 @@ def test_a_delete_by_one_spelling_holds_for_every_other(open_stack: Stack) -> No
     stack.save({"bot": "Dr. Smith", "messages": [msg("m100", 0), msg("m200", 1)]})
     stack.flush("Dr. Smith")
     response = stack.client.post("/agents/dr__smith/delete", json={"message_id": "m200"})
-    assert response.status_code == 200 and response.json()["deleted_points"] == 1
+    assert response.status_code == 200 and response.json()["rewritten_points"] == 1
     # Observed: the deleted m200 came back when Dr. Smith's open chunk grew (tombstones were
     # keyed by the deleting spelling).
     answer = stack.save({"bot": "Dr. Smith", "messages": [msg("m200", 1), msg("m300", 2)]})
     assert (answer["accepted"], answer["duplicates"]) == (1, 1)
     stack.flush("Dr. Smith")
-    assert ids_in(stack, "mem_dr_smith") == [["m300"]]
+    assert ids_in(stack, "mem_dr_smith") == [["m100", "m300"]]  # m100, its chunk-mate, stays
 
 
 def test_the_first_spelling_names_an_unlisted_agent(open_stack: Stack) -> None:

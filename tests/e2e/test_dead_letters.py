@@ -56,7 +56,8 @@ def test_refused_chunk_is_dead_lettered_and_replayed(
     assert entry["text"].startswith("[2024-06-10]\nAlex: this one carries the POISON word")
 
     # Re-sent, the refused messages are duplicates: they are not queued a second time.
-    again = stack.save({"bot": "mythos", "messages": [message(1, "x" * 20, "bad")]})
+    sent = "this one carries the POISON word for the provider"
+    again = stack.save({"bot": "mythos", "messages": [message(1, sent, "bad")]})
     assert again["duplicates"] == 1
 
     embeddings.clear_faults()

@@ -52,7 +52,8 @@ def test_delete_by_source_keeps_st_qdrant_memory_points(stack: Stack) -> None:
     assert stored(stack) == ["a1", "a2", "b1", "h1"]
     result = delete(stack, {"source": "discord"})
     # the chunks were open (written, kept to grow): their buffered messages go as well
-    assert result == {"deleted_points": 2, "deleted_buffered": 3, "deleted_dead_letters": 0}
+    assert result == {"deleted_points": 2, "rewritten_points": 0, "deleted_buffered": 3,
+                      "deleted_dead_letters": 0}  # fmt: skip
     assert stored(stack) == ["h1"]
     kinds = sorted("source" in p for p in stack.payloads("mem_mythos"))
     assert kinds == [False, True]  # st-qdrant-memory's point survived
@@ -70,15 +71,20 @@ def test_delete_by_conversation(stack: Stack) -> None:
 def test_delete_by_message_id_reaches_st_qdrant_memory_points(stack: Stack) -> None:
     seed(stack)
     result = delete(stack, {"message_id": "a1"})
-    assert result["deleted_points"] == 2  # memory-pool's chunk and the st-qdrant-memory point
-    assert stored(stack) == ["b1", "h1"]
+    # the st-qdrant-memory point goes whole (it cannot be rebuilt); memory-pool's open chunk
+    # a1+a2 is written again from its buffer, without a1
+    assert (result["deleted_points"], result["rewritten_points"]) == (1, 1)
+    stack.flush("mythos")
+    assert stored(stack) == ["a2", "b1", "h1"]
     assert all("a1" not in p["messageIds"] for p in stack.payloads("mem_mythos"))
 
 
 def test_delete_by_user(stack: Stack) -> None:
     seed(stack)
-    assert delete(stack, {"user_id": "1"})["deleted_points"] == 2  # chunk a1+a2, and h1
-    assert stored(stack) == ["b1"]
+    result = delete(stack, {"user_id": "1"})
+    assert (result["deleted_points"], result["rewritten_points"]) == (1, 1)  # h1; a1+a2 -> a2
+    stack.flush("mythos")
+    assert stored(stack) == ["a2", "b1"]
 
 
 def test_deleted_ids_are_never_stored_again(stack: Stack) -> None:
@@ -93,21 +99,24 @@ def test_deleted_ids_are_never_stored_again(stack: Stack) -> None:
 def test_buffered_messages_of_a_deleted_scope_go_too(stack: Stack) -> None:
     stack.save({"bot": "mythos", "messages": [msg("x1", "7", n=1), msg("x2", "8", n=2)]})
     result = delete(stack, {"user_id": "7"})
-    assert result == {"deleted_points": 0, "deleted_buffered": 1, "deleted_dead_letters": 0}
+    assert result == {"deleted_points": 0, "rewritten_points": 0, "deleted_buffered": 1,
+                      "deleted_dead_letters": 0}  # fmt: skip
     stack.flush("mythos")
     assert stored(stack) == ["x2"]
 
 
-def test_an_open_chunk_written_then_deleted_does_not_come_back(stack: Stack) -> None:
+def test_a_message_deleted_from_a_written_open_chunk_does_not_come_back(stack: Stack) -> None:
     stack.save({"bot": "mythos", "messages": [msg("y1", "1", n=1), msg("y2", "2", n=2)]})
     stack.flush("mythos")  # the open chunk y1+y2 is written and stays open
     assert stored(stack) == ["y1", "y2"]
     assert delete(stack, {"message_id": "y1"}) == {
-        "deleted_points": 1, "deleted_buffered": 2, "deleted_dead_letters": 0,
+        "deleted_points": 0, "rewritten_points": 1, "deleted_buffered": 1,
+        "deleted_dead_letters": 0,
     }  # fmt: skip
-    stack.save({"bot": "mythos", "messages": [msg("y3", "2", n=3)]})
+    assert stored(stack) == []  # its point is gone at once; y2 waits in the buffer
+    stack.save({"bot": "mythos", "messages": [msg("y1", "1", n=1), msg("y3", "2", n=3)]})
     stack.flush("mythos")
-    assert stored(stack) == ["y3"]
+    assert stored(stack) == ["y2", "y3"]
 
 
 @pytest.mark.parametrize(

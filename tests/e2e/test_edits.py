@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +17,8 @@ from tests.support.delete_data import st_point
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.hybrid_lake import retrieve
 from tests.support.marks import member_of
-from tests.support.qdrant_server import QdrantTestServer
-from tests.support.stack import Stack, running_stack, stack_settings
+from tests.support.stack import Stack
+from tests.support.store_stacks import stack_on
 from tests.support.stores import KINDS
 
 BASE_TS = 1_718_000_000_000
@@ -36,13 +35,8 @@ def stack(
 ) -> Iterator[Stack]:
     agents = Agents([AgentConfig(name="mythos", self_speaker="Mythos", idle_flush_seconds=60)],
                     accept_unlisted=False)  # fmt: skip
-    with ExitStack() as stacked:
-        extra: dict[str, Any] = {}
-        if request.param == "server":
-            server = stacked.enter_context(QdrantTestServer(tmp_path / "qdrant"))
-            extra["QDRANT_URL"] = server.url
-        settings = stack_settings(redis_url, embeddings.url, tmp_path, **extra)
-        yield stacked.enter_context(running_stack(settings, agents))
+    with stack_on(request.param, redis_url, embeddings.url, tmp_path, agents) as running:
+        yield running
 
 
 def msg(mid: str, text: str, n: int, user: str = "1") -> dict[str, Any]:

@@ -123,10 +123,12 @@ def test_deleting_one_chunk_previews_then_tombstones_every_message(stack: Stack)
     assert chunk["message_ids"] == ["c1", "c2"]
     path = f"/agents/mythos/memories/{chunk['id']}"
     preview = stack.client.delete(path, params={"dry_run": "true"})
-    assert preview.json() == {"points": 1, "message_ids": 2, "points_without_source": 0}
+    assert preview.json() == {"points": 1, "message_ids": 2, "points_without_source": 0,
+                              "points_rewritten": 0}  # fmt: skip
     assert browse(stack, channel_id="c9")["memories"]  # a preview changes nothing
     done = stack.client.delete(path)
-    assert done.json() == {"deleted_points": 1, "deleted_buffered": 2, "deleted_dead_letters": 0}
+    assert done.json() == {"deleted_points": 1, "rewritten_points": 0, "deleted_buffered": 2,
+                           "deleted_dead_letters": 0}  # fmt: skip
     assert browse(stack, channel_id="c9")["memories"] == []
     again = stack.save({"bot": "mythos", "messages": [msg("c1", "1", channel="c9"),
                                                       msg("c2", "2", channel="c9")]})  # fmt: skip
@@ -140,7 +142,12 @@ def test_delete_preview_counts_what_the_delete_removes(stack: Stack) -> None:
     seed(stack)
     body = {"message_id": "a1"}
     preview = stack.client.post("/agents/mythos/delete/preview", json=body).json()
-    assert preview == {"points": 2, "message_ids": 2, "points_without_source": 1}  # a1, x9
+    assert preview == {
+        "points": 2,
+        "message_ids": 2,
+        "points_without_source": 1,
+        "points_rewritten": 0,
+    }  # a1 (alone in its chunk), x9
     assert stack.client.post("/agents/mythos/delete/preview", json={}).status_code == 422
     result = stack.client.post("/agents/mythos/delete", json=body).json()
     assert result["deleted_points"] == preview["points"]

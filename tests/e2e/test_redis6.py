@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,5 +44,12 @@ def test_every_script_runs_on_redis_6(stack: Stack) -> None:
     found = stack.client.post("/retrieve", json=query)
     assert found.status_code == 200 and found.json()["hits"]
     deleted = stack.client.post("/agents/mythos/delete", json={"message_id": "m0"}).json()
-    assert deleted["deleted_points"] == 1
+    assert (deleted["deleted_points"], deleted["rewritten_points"]) == (0, 1)  # m1 stays
+    # an edit of a written chunk's message: save.lua queues it, a worker rewrites the chunk
+    edit = {**messages[3], "text": "message 3, edited, about the new harbour " + "y" * 300}
+    assert stack.save({"bot": "mythos", "messages": [edit]})["edited"] == 1
+    deadline = time.monotonic() + 20
+    while not any(edit["text"] in p["text"] for p in stack.payloads("mem_mythos")):
+        assert time.monotonic() < deadline, "the edit was not written"
+        time.sleep(0.05)
     assert stack.client.post("/dead-letters/replay", json={}).status_code == 202

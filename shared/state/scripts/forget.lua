@@ -1,7 +1,6 @@
--- forget.lua: a delete in one conversation's buffer. Removes the matching messages, and the
--- whole open chunk if one of its stored messages matches (it is rewritten without them);
--- bumps the generation so an in-flight flush takes its points back; a quarantined
--- conversation is released (the delete may be its fix).
+-- forget.lua: a delete in one conversation's buffer. Removes the matching messages only (their
+-- chunk-mates stay); bumps the generation so an in-flight flush takes its points back; a
+-- quarantined conversation is released (the delete may be its fix).
 --
 -- KEYS[1]  the conversation hash
 -- KEYS[2]  the conversation's buffer (list of stored message JSON)
@@ -12,7 +11,11 @@
 -- ARGV[3]  now (ms)
 -- ARGV[4..] the ids the mode matches
 --
--- Returns the removed messages' stored JSON (empty: nothing matched, nothing changed).
+-- Returns {removed, open, inflight, left}: the removed messages' stored JSON (empty: nothing
+-- matched, nothing changed); when a removed one was in the written open chunk, the id of that
+-- chunk's first message (its point's id came from it: the caller deletes that point, the next
+-- flush writes the chunk anew), else ''; the points a flush wrote without committing (JSON),
+-- or ''; how many messages are left in the buffer.
 local mode, member, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local wanted = {}
 for i = 4, #ARGV do wanted[ARGV[i]] = true end
@@ -31,21 +34,17 @@ local function matches(raw)
   if mode == 'ids' then return m['i'] ~= nil and wanted[m['i']] == true end
   return m['u'] ~= nil and wanted[m['u']] == true
 end
-local hits, drop_written = {}, false
+local removed, kept, chars, open = {}, {}, 0, ''
 for idx, raw in ipairs(items) do
-  hits[idx] = matches(raw)
-  if hits[idx] and idx <= written then drop_written = true end
-end
-local removed, kept, chars = {}, {}, 0
-for idx, raw in ipairs(items) do
-  if hits[idx] or (drop_written and idx <= written) then
+  if matches(raw) then
     table.insert(removed, raw)
+    if idx <= written then open = record(items[1])['i'] or '' end
   else
     table.insert(kept, raw)
     chars = chars + (tonumber(record(raw)['z']) or 0)
   end
 end
-if #removed == 0 then return {} end
+if #removed == 0 then return {{}, '', '', #items} end
 redis.call('DEL', KEYS[2])
 for _, raw in ipairs(kept) do redis.call('RPUSH', KEYS[2], raw) end
 redis.call('HINCRBY', KEYS[1], 'gen', 1)
@@ -62,4 +61,4 @@ if #kept == 0 then
 else
   redis.call('ZADD', KEYS[3], now, member)
 end
-return removed
+return {removed, open, redis.call('HGET', KEYS[1], 'inflight') or '', #kept}

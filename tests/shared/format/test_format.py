@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.format.payload import ChunkContext, chunk_payload, chunk_text
+from shared.format.payload import ChunkContext, chunk_payload, chunk_text, messages_of
 from shared.format.recall_block import RecallHit, js_to_fixed_0, recall_block, score_percent
 from tests.support.factories import BASE_TS, msg
 
@@ -63,7 +63,25 @@ def test_payload_matches_format_md() -> None:
         "userIdList": ["111", "999", "222"],
         "channelId": "c1",
         "guildId": "g1",
-    }
+        # memory-pool's own: what an edit or a delete rebuilds the chunk from, in text order
+        "chunkMessages": [
+            {"id": "m1", "speaker": "Alex", "ts": BASE_TS, "text": "We walked to the harbour.",
+             "userId": "111"},
+            {"id": "m2", "speaker": "Alex", "ts": BASE_TS + 60_000,
+             "text": "<reply:@Mythos> and the lighthouse?", "userId": "111"},
+            {"id": "m3", "speaker": "Mythos", "ts": BASE_TS + 60_000,
+             "text": "The lighthouse was dark.", "userId": "999", "self": True},
+            {"id": "m4", "speaker": "Sam", "ts": BASE_TS + 120_000, "text": "Sam here, hi!",
+             "userId": "222"},
+        ],
+    }  # fmt: skip
+
+
+def test_a_payloads_messages_read_back_as_they_were_written() -> None:
+    payload = chunk_payload(conversation(), ChunkContext(source="discord"))
+    assert messages_of(payload) == sorted(conversation(), key=lambda m: m.ts)
+    assert messages_of({"text": "x"}) is None  # st-qdrant-memory's: cannot be rebuilt
+    assert messages_of({"chunkMessages": [{"id": "a"}]}) is None  # unreadable: not rebuilt
 
 
 def test_payload_leaves_out_what_is_unknown() -> None:
