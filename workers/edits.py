@@ -87,8 +87,9 @@ def apply_edits(collection: str, deps: FlushDeps, pending: PendingEdits) -> Edit
     report = EditReport()
     agent = _agent(deps, collection)
     edits = pending.pending(collection)
-    if agent is None or not edits:
-        report.left = pending.done(collection, edits)  # nothing this deployment can apply
+    if agent is None or not edits or deps.store.collection(collection) is None:
+        # no agent accepted for it, or no collection (deleted): nothing holds these messages
+        report.left = pending.done(collection, edits)
         report.dropped = len(edits)
         return report
     with rewrites_held(deps.buffers.redis, collection, wait_seconds=0) as got:

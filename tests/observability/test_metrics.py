@@ -154,3 +154,30 @@ def test_each_worker_reports_every_flush_its_pool_ran(deployment: Deployment) ->
         logged = len(FLUSH_DONE.findall(worker.log()))
         assert counted == logged, (worker.name, counted, logged)
     assert value(deployment.worker_metrics(), "memory_pool_flush_tasks_total") > 0
+
+
+def test_edits_are_counted_and_so_are_the_chunks_they_rewrite(deployment: Deployment) -> None:
+    window = messages("edits", 2)
+    deployment.save({"bot": "Polaris", "messages": window})
+    deployment.flush("Polaris")  # one chunk, written (open: a flush writes it again on change)
+    name, rewritten = "memory_pool_save_messages_total", "memory_pool_chunks_rewritten_total"
+    labels = {"agent": "Polaris", "source": "discord", "outcome": "edited"}
+    before, workers_before = deployment.api_metrics(), deployment.worker_metrics()
+    # a written closed chunk: long messages, its edit is rewritten by a worker
+    long = messages("edits-closed", 2)
+    for item in long:
+        item["text"] = item["text"] + " and the sea was calm " * 20
+    deployment.save({"bot": "Polaris", "messages": long})
+    deployment.flush("Polaris")
+    edited = [{**window[0], "text": "an edited turn about the lighthouse"},
+              {**long[0], "text": "an edited long turn " * 20}]  # fmt: skip
+    answer = deployment.save({"bot": "Polaris", "messages": edited}).json()
+    assert answer["edited"] == 2
+    assert value(deployment.api_metrics(), name, **labels) - value(before, name, **labels) == 2
+
+    def moved() -> float:
+        now = value(deployment.worker_metrics(), rewritten, reason="edit")
+        return now - value(workers_before, rewritten, reason="edit")
+
+    wait_until(lambda: moved() >= 1, timeout=20, what="the edit's rewrite")
+    assert moved() == 1  # the open chunk is written again by its flush, not by a rewrite

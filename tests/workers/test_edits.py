@@ -1,0 +1,79 @@
+"""The edit task's plain function (workers/edits.py) against real Redis, the embedding test
+server and Qdrant Edge: outages keep edits waiting, a refused text keeps the old one, a
+collection that is gone drops them."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.errors import UpstreamUnavailable
+from shared.format.messages import Message
+from shared.format.naming import collection_name
+from shared.state import keys
+from shared.state.buffers import AgentRef, ConversationSettings
+from shared.state.conversations import ConversationRef
+from shared.state.edits import PendingEdits
+from tests.support.buffer_save import IncomingMessage, buffer_save
+from tests.support.embedding_server import EmbeddingServer
+from tests.support.flush_world import HALF, SOURCE, World, message
+from workers.edits import apply_edits
+from workers.flush import flush
+
+COLLECTION = collection_name("mythos")
+
+
+def written_chunk(world: World) -> str:
+    """A and B in one closed, written chunk; returns its point id."""
+    world.save("mythos", "c1", [message("A", "harbour " + HALF, 1), message("B", HALF, 2)])
+    flush(world.claim_all(), world.deps)
+    [pid] = world.points(COLLECTION)
+    return pid
+
+
+def edit(world: World, mid: str, text: str, n: int) -> None:
+    """Re-send `mid` with `text`, as /save does; it must be counted an edit."""
+    config = world.agent("mythos")
+    ref = ConversationRef(collection=COLLECTION, source=SOURCE, channel_id="c1")
+    conv = ConversationSettings(config.chunk_min_chars, config.chunk_gap_seconds,
+                                config.idle_flush_seconds)  # fmt: skip
+    changed = Message(id=mid, text=text, ts=message(mid, text, n).ts, speaker="Alex")
+    counts = buffer_save(world.runtime.buffers, AgentRef("mythos", COLLECTION),
+                         [IncomingMessage(ref, changed)], conv)  # fmt: skip
+    assert counts.edited == 1
+
+
+def test_an_outage_keeps_the_edit_waiting(world: World, embeddings: EmbeddingServer) -> None:
+    pid = written_chunk(world)
+    edit(world, "A", "lighthouse " + HALF, 1)
+    pending = PendingEdits(world.redis)
+    assert pending.collections() == [COLLECTION]
+    embeddings.fail_next(503, times=10)
+    with pytest.raises(UpstreamUnavailable):
+        apply_edits(COLLECTION, world.deps, pending)
+    assert world.redis.hlen(keys.edits(COLLECTION)) == 1  # still waiting
+    assert "harbour" in world.points(COLLECTION)[pid][0]["text"]
+    embeddings.clear_faults()
+    report = apply_edits(COLLECTION, world.deps, pending)
+    assert (report.rewritten, report.left) == (1, 0)
+    assert "lighthouse" in world.points(COLLECTION)[pid][0]["text"]
+    assert pending.collections() == []
+
+
+def test_a_text_the_provider_refuses_keeps_the_old_one(
+    world: World, embeddings: EmbeddingServer
+) -> None:
+    pid = written_chunk(world)
+    edit(world, "A", "POISON " + HALF, 1)
+    embeddings.reject_inputs_containing("POISON")
+    report = apply_edits(COLLECTION, world.deps, PendingEdits(world.redis))
+    assert (report.rewritten, report.left) == (0, 0)
+    assert "harbour" in world.points(COLLECTION)[pid][0]["text"]
+
+
+def test_edits_of_a_collection_that_is_gone_are_dropped(world: World) -> None:
+    written_chunk(world)
+    edit(world, "A", "lighthouse " + HALF, 1)
+    world.runtime.store.drop_collection(COLLECTION)
+    report = apply_edits(COLLECTION, world.deps, PendingEdits(world.redis))
+    assert (report.dropped, report.left) == (1, 0)
+    assert world.redis.hlen(keys.edits(COLLECTION)) == 0
