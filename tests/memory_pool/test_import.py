@@ -11,12 +11,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, cast
 
+import redis
 from qdrant_client import QdrantClient, models
 
 from client.http_client import MemoryPoolClient
 from memory_pool.importer import Outgoing, PlannedChat, Summary, sort_known
 from memory_pool.sillytavern import parse_chat
 from shared.format.fingerprint import text_fingerprint
+from shared.state import keys
 from shared.store.edge.engine import EdgeStore
 from tests.support.embedding_server import EMBEDDING_DIMS, EmbeddingServer
 from tests.support.serve import ROOT, Served, serve_env, serving
@@ -209,6 +211,7 @@ def _check_stored(payloads: list[dict[str, Any]]) -> None:
 
 EDITED = "I found an old iron key under the loose stair, not the brass one."
 SWIPED = "And we ate them warm, straight from the vine, with a pinch of salt."
+SWIPED_ID = IMPORTED[FILE_B][1]
 
 
 def _edit_and_swipe(chats: Path) -> None:
@@ -238,6 +241,14 @@ def _wait_for_texts(served: Served, *wanted: str, timeout: float = 30.0) -> None
         time.sleep(0.1)
 
 
+def _expire_mark(data_dir: Path, message_id: str) -> None:
+    r = redis.Redis(unix_socket_path=str(data_dir / "redis" / "redis.sock"))
+    try:
+        assert r.delete(keys.seen(COLLECTION, "sillytavern", message_id)) == 1
+    finally:
+        r.close()
+
+
 def test_importing_again_after_an_edit_and_a_swipe_edits_those_messages_in_place(
     tmp_path: Path, embeddings: EmbeddingServer
 ) -> None:
@@ -250,6 +261,7 @@ def test_importing_again_after_an_edit_and_a_swipe_edits_those_messages_in_place
         first, _ = _import(served, env, config, str(chats))
         assert "accepted: 6, duplicates: 2, edited: 0" in first
         _edit_and_swipe(chats)
+        _expire_mark(data_dir, SWIPED_ID)  # the dedupe window passed: only the store knows it
 
         again, _ = _import(served, env, config, str(chats))
         assert "skipped: 3 (1 system, 1 too short, 1 unparseable date)" in again
