@@ -119,6 +119,27 @@ class MemoryPoolClient:
         body = {"message_ids": list(message_ids)}
         return self._call("POST", agent_path(bot, "known-ids"), json=body)["known"]
 
+    def known_fingerprints(
+        self, bot: str, message_ids: Iterable[str], *, source: str
+    ) -> dict[str, str | None]:
+        """Each of these ids the collection holds -> the fingerprint of the text the source's
+        chunks hold for it, or None where there is none to compare (st-qdrant-memory's points,
+        older ones, another source's, or a server without fingerprints)."""
+        body = {"message_ids": list(message_ids), "source": source}
+        answer = self._call("POST", agent_path(bot, "known-ids"), json=body)
+        fingerprints = answer.get("fingerprints") or {}
+        return {mid: fingerprints.get(mid) for mid in answer["known"]}
+
+    def edit_message(
+        self, bot: str, message_id: str, text: str, *, source: str | None = None
+    ) -> dict[str, str]:
+        """PATCH a message's text, also when its dedupe mark has expired; returns its
+        message_id, source and outcome: edited, unchanged, emptied or stale."""
+        body: dict[str, Any] = {"text": text}
+        if source is not None:
+            body["source"] = source
+        return self._call("PATCH", agent_path(bot, "messages", message_id), json=body)
+
     def agents(self) -> list[dict[str, Any]]:
         """The agents this client's key may reach: name, collection, listed, blocked."""
         return self._call("GET", "/agents")["agents"]

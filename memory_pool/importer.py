@@ -1,8 +1,9 @@
-"""Importing SillyTavern chat files: read them, drop what the collection holds, send the rest.
+"""Importing SillyTavern chat files: read them, sort out what the collection holds, send the rest.
 
 Imported messages take the live path: POST /save (source "sillytavern", one conversation per
 chat file, no idle timer), then one flush, so the same chunker, dedupe and exactly-once rules
-apply. Re-importing is always safe.
+apply. A message the collection holds with another text (edited or swiped in SillyTavern since)
+is sent as an edit (PATCH), an unchanged one not at all. Re-importing is always safe.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from typing import Any
 
 from tqdm import tqdm
 
-from client.http_client import MemoryPoolClient
+from client.http_client import MemoryPoolClient, MemoryPoolError
 from memory_pool.sillytavern import ChatFile, id_character, message_id, parse_chat, user_speaker
 from shared.agents import AgentConfig
 from shared.format.chunking import cut, is_storable
+from shared.format.fingerprint import text_fingerprint
+from shared.format.ids import clean_text
 from shared.format.messages import Message
 from shared.format.payload import chunk_text
 from shared.format.timestamps import MAX_STORABLE_MS, MIN_STORABLE_MS, MS_THRESHOLD
@@ -32,11 +35,11 @@ FLUSH_TIMEOUT = 300.0  # the most one /flush call may wait
 FLUSH_ATTEMPTS = 4
 PREVIEW_CHUNKS = 3
 
-SYSTEM, SHORT, BAD_DATE, BAD_LINE, STORED, REFUSED = (
-    "system", "too short", "unparseable date", "unreadable line", "already stored",
-    "refused by the server",
+SYSTEM, SHORT, BAD_DATE, BAD_LINE, REFUSED = (
+    "system", "too short", "unparseable date", "unreadable line", "refused by the server",
 )  # fmt: skip
-REASONS = (SYSTEM, SHORT, BAD_DATE, BAD_LINE, STORED, REFUSED)
+REASONS = (SYSTEM, SHORT, BAD_DATE, BAD_LINE, REFUSED)
+EDITED_OUTCOMES = ("edited", "emptied")  # emptied: edited too short to keep, it left its chunk
 
 Echo = Callable[[str], None]
 
@@ -69,7 +72,8 @@ class Outgoing:
 @dataclass
 class PlannedChat:
     chat: ChatFile
-    outgoing: list[Outgoing]
+    outgoing: list[Outgoing]  # for /save
+    edits: list[Outgoing] = field(default_factory=list)  # stored with another text: PATCH
 
 
 @dataclass
@@ -80,6 +84,8 @@ class Summary:
     problems: list[str] = field(default_factory=list)  # "file:line: what"
     accepted: int = 0
     duplicates: int = 0
+    edited: int = 0
+    stale: int = 0  # edited in the chat, but their chunks cannot be rebuilt: old text kept
     chunks_written: int | None = None
     pending: int = 0  # conversations the last flush had not finished
 
@@ -88,8 +94,10 @@ class Summary:
         out = [
             f"files: {self.files}, messages: {self.messages}",
             f"skipped: {sum(self.skipped.values())}" + (f" ({skipped})" if skipped else ""),
-            f"accepted: {self.accepted}, duplicates: {self.duplicates}",
-        ]
+            f"accepted: {self.accepted}, duplicates: {self.duplicates}, edited: {self.edited}"
+            + (f", stale: {self.stale} (their chunks cannot be rebuilt: they keep the old text)"
+               if self.stale else ""),
+        ]  # fmt: skip
         if self.chunks_written is not None:
             out.append(f"chunks written: {self.chunks_written}")
         if self.pending:
@@ -176,18 +184,32 @@ def _batches(items: Sequence[Outgoing]) -> Iterator[list[Outgoing]]:
         yield batch
 
 
-def drop_known(
+def stored_fingerprint(text: str) -> str:
+    """The fingerprint of a text as /save stores it: cleaned and trimmed (api/ingest.py)."""
+    return text_fingerprint(clean_text(text).strip())
+
+
+def sort_known(
     client: MemoryPoolClient, bot: str, plans: list[PlannedChat], summary: Summary
 ) -> None:
-    """Leave out messages the collection already holds, whoever wrote them: st-qdrant-memory's
-    indexed chats, and earlier imports whose dedupe marks have expired."""
+    """Take out of /save the messages the collection already holds, whoever wrote them
+    (st-qdrant-memory's indexed chats, earlier imports whose dedupe marks may have expired):
+    the ones stored with another text are edits; the rest are duplicates, also those whose
+    chunk keeps no text to compare (st-qdrant-memory's, or written before edits were kept)."""
     ids = sorted({item.id for plan in plans for item in plan.outgoing})
-    known: set[str] = set()
+    known: dict[str, str | None] = {}
     for start in range(0, len(ids), KNOWN_IDS_BATCH):
-        known.update(client.known_ids(bot, ids[start : start + KNOWN_IDS_BATCH]))
+        batch = ids[start : start + KNOWN_IDS_BATCH]
+        known.update(client.known_fingerprints(bot, batch, source=SOURCE))
     for plan in plans:
-        kept = [item for item in plan.outgoing if item.id not in known]
-        summary.skipped[STORED] += len(plan.outgoing) - len(kept)
+        kept = []
+        for item in plan.outgoing:
+            if item.id not in known:
+                kept.append(item)
+            elif known[item.id] in (None, stored_fingerprint(item.text)):
+                summary.duplicates += 1
+            else:
+                plan.edits.append(item)
         plan.outgoing = kept
 
 
@@ -214,24 +236,67 @@ def _count_refusals(counts: dict[str, Any], chat: str, summary: Summary) -> None
                                 f"{refusal.get('reason')}")  # fmt: skip
 
 
+def _count_saved(counts: dict[str, Any], chat: str, summary: Summary) -> None:
+    summary.accepted += counts["accepted"]
+    summary.duplicates += counts["duplicates"]
+    summary.skipped[SHORT] += counts["skipped"]
+    # a buffered message edited since: its mark tells /save (a server before #25 sends neither)
+    summary.edited += int(counts.get("edited", 0))
+    summary.stale += int(counts.get("stale", 0))
+    _count_refusals(counts, chat, summary)
+
+
+def _send_edit(client: MemoryPoolClient, bot: str, item: Outgoing, chat: str,
+               summary: Summary) -> None:  # fmt: skip
+    """PATCH, not /save: /save tells an edit by the message's dedupe mark, which expires after
+    the dedupe window, and would then take a stored message for a new one and store it twice;
+    PATCH finds it in the store."""
+    try:
+        outcome = client.edit_message(bot, item.id, item.text, source=SOURCE)["outcome"]
+    except MemoryPoolError as exc:
+        if exc.status not in (404, 410):
+            raise
+        # gone since it was looked up; a deleted id stays deleted (a /save counts it duplicate)
+        if exc.status == 410:
+            summary.duplicates += 1
+        else:
+            summary.skipped[REFUSED] += 1
+            summary.problems.append(f"{chat}: message {item.id!r}: {exc.detail}")
+        return
+    if outcome in EDITED_OUTCOMES:
+        summary.edited += 1
+    elif outcome == "stale":
+        summary.stale += 1
+    else:  # unchanged: it took this text meanwhile
+        summary.duplicates += 1
+
+
+def _send(client: MemoryPoolClient, bot: str, plan: PlannedChat, summary: Summary,
+          bar: tqdm) -> None:  # fmt: skip
+    """One chat's edits, then its messages for /save, in file order."""
+    for item in plan.edits:
+        _send_edit(client, bot, item, plan.chat.name, summary)
+        bar.update(1)
+    for batch in _batches(plan.outgoing):
+        bodies = [item.body(plan.chat.name) for item in batch]
+        counts = client.save(bot, bodies, source=SOURCE, batch_import=True)
+        _count_saved(counts, plan.chat.name, summary)
+        bar.update(len(batch))
+        bar.set_postfix(accepted=summary.accepted, duplicates=summary.duplicates,
+                        edited=summary.edited)  # fmt: skip
+
+
 def run_import(
     client: MemoryPoolClient, bot: str, plans: list[PlannedChat], summary: Summary
 ) -> Summary:
-    """Send every planned message in file order, flush once, and count the chunks written."""
+    """Send every planned message and edit in file order, flush once, and count the chunks
+    written (edits rewrite theirs in place, in the background)."""
     before = _sillytavern_points(client, bot)
-    drop_known(client, bot, plans, summary)
-    total = sum(len(plan.outgoing) for plan in plans)
+    sort_known(client, bot, plans, summary)
+    total = sum(len(plan.outgoing) + len(plan.edits) for plan in plans)
     with tqdm(total=total, unit="msg", desc="importing", dynamic_ncols=True) as bar:
         for plan in plans:
-            for batch in _batches(plan.outgoing):
-                bodies = [item.body(plan.chat.name) for item in batch]
-                counts = client.save(bot, bodies, source=SOURCE, batch_import=True)
-                summary.accepted += counts["accepted"]
-                summary.duplicates += counts["duplicates"]
-                summary.skipped[SHORT] += counts["skipped"]
-                _count_refusals(counts, plan.chat.name, summary)
-                bar.update(len(batch))
-                bar.set_postfix(accepted=summary.accepted, duplicates=summary.duplicates)
+            _send(client, bot, plan, summary, bar)
     summary.pending = _flush(client, bot)
     summary.chunks_written = _sillytavern_points(client, bot) - before
     return summary

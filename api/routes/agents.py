@@ -19,7 +19,7 @@ from api.schemas import (
 )
 from shared.agents import AgentConfig
 from shared.memories.deletes import DeleteResult, DeleteScope, delete
-from shared.memories.known_ids import known_ids
+from shared.memories.known_ids import known_messages
 from shared.runtime import Runtime
 from shared.state import keys
 
@@ -88,10 +88,23 @@ class DeleteResponse(BaseModel):
 
 class KnownIdsRequest(BaseModel):
     message_ids: list[StorableMessageId] = Field(max_length=100_000)
+    source: Source | None = Field(
+        None,
+        description="Also answer `fingerprints` for the chunks of this source (an importer "
+        "telling an edited message from a re-send).",
+    )
 
 
 class KnownIdsResponse(BaseModel):
     known: list[str] = Field(description="The given ids already in the agent's collection.")
+    fingerprints: dict[str, str] | None = Field(
+        None,
+        description="Only when a source was given: for each known id held by a chunk of that "
+        "source that can be rebuilt, the fingerprint of its stored text (16 hex digits of the "
+        "BLAKE2b of the cleaned, trimmed text, shared/format/fingerprint.py). A known id without "
+        "one (st-qdrant-memory's points, older ones) has no text to compare: an edit of it "
+        "would be stale.",
+    )
 
 
 class StatsResponse(BaseModel):
@@ -156,10 +169,17 @@ async def delete_scope(body: DeleteRequest, agent: AgentDep, runtime: RuntimeDep
     return DeleteResponse.of(await run_in_threadpool(delete, runtime, agent, scope))
 
 
-@router.post("/known-ids", response_model=KnownIdsResponse, responses=AGENT_ACCESS)
+@router.post(
+    "/known-ids",
+    response_model=KnownIdsResponse,
+    response_model_exclude_none=True,
+    responses=AGENT_ACCESS,
+)
 async def known(body: KnownIdsRequest, agent: AgentDep, runtime: RuntimeDep) -> KnownIdsResponse:
-    """Which of these message ids the collection holds (memory-pool's or st-qdrant-memory's)."""
+    """Which of these message ids the collection holds (memory-pool's or st-qdrant-memory's);
+    with a source, also the fingerprints of the texts that source's chunks hold for them."""
     found = await run_in_threadpool(
-        known_ids, runtime.store, agent.collection_name, body.message_ids
+        known_messages, runtime.store, agent.collection_name, body.message_ids, body.source
     )
-    return KnownIdsResponse(known=sorted(found))
+    fingerprints = None if body.source is None else dict(sorted(found.fingerprints.items()))
+    return KnownIdsResponse(known=sorted(found.ids), fingerprints=fingerprints)

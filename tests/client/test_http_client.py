@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from client.http_client import MemoryPoolClient, MemoryPoolError
+from shared.format.fingerprint import text_fingerprint
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.live_server import Live, fresh_live_memory_pool
 from tests.support.redis_server import RedisServer
@@ -75,6 +77,33 @@ def test_save_flush_retrieve_known_ids_stats_delete(client: MemoryPoolClient) ->
     assert deleted["deleted_points"] == 1
     assert client.retrieve(AGENT, "the lighthouse keeper")["hits"] == []
     assert client.save(AGENT, MESSAGES[:1], source="test")["accepted"] == 0  # deleted for good
+
+
+def test_known_fingerprints_and_edit_message(client: MemoryPoolClient, live: Live) -> None:
+    first = "the harbour bell rang twice before the fog came in"
+    edited = "the harbour bell rang three times before the fog came in"
+    stored = [
+        message("f1", first, 1_718_000_100_000),
+        message("f2", "and then once more", 1_718_000_101_000),
+    ]
+    assert client.save(AGENT, stored, source="fp")["accepted"] == 2
+    assert client.flush(AGENT)["done"]
+
+    # without a source the answer is what it always was
+    raw = httpx.post(f"{live.url}/agents/{AGENT}/known-ids", json={"message_ids": ["f1", "x"]})
+    assert raw.json() == {"known": ["f1"]}
+    assert client.known_fingerprints(AGENT, ["f1", "never-sent"], source="fp") == {
+        "f1": text_fingerprint(first)
+    }
+    assert client.known_fingerprints(AGENT, ["f1"], source="other") == {"f1": None}
+
+    assert client.edit_message(AGENT, "f1", f"  {edited} ", source="fp") == {
+        "message_id": "f1", "source": "fp", "outcome": "edited",
+    }  # fmt: skip
+    assert client.edit_message(AGENT, "f1", edited, source="fp")["outcome"] == "unchanged"
+    with pytest.raises(MemoryPoolError) as unknown:
+        client.edit_message(AGENT, "never-sent", edited, source="fp")
+    assert (unknown.value.status, unknown.value.error) == (404, "message_not_found")
 
 
 def test_dead_letters_lists_and_replays(client: MemoryPoolClient) -> None:

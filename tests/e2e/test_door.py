@@ -140,4 +140,4 @@ def test_importing_a_character_with_a_comma_stores_escaped_ids(
     assert stored == [f"Smith%2C Jr._{BASE_TS + n * 60_000}_{n + 1}" for n in range(4)]
     for payload in stack.payloads("mem_smith"):
         assert payload["messageIds"].split(",") == payload["messageIdList"]
-    assert again.accepted == 0 and again.skipped["already stored"] == 4
+    assert (again.accepted, again.duplicates, again.edited) == (0, 4, 0)

@@ -5,13 +5,20 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import uuid
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import redis
 from qdrant_client import QdrantClient, models
 
+from client.http_client import MemoryPoolClient
+from memory_pool.importer import Outgoing, PlannedChat, Summary, sort_known
+from memory_pool.sillytavern import parse_chat
+from shared.format.fingerprint import text_fingerprint
+from shared.state import keys
 from shared.store.edge.engine import EdgeStore
 from tests.support.embedding_server import EMBEDDING_DIMS, EmbeddingServer
 from tests.support.serve import ROOT, Served, serve_env, serving
@@ -87,6 +94,38 @@ def _seed_st_qdrant_memory_point(data_dir: Path) -> None:
     client.close()
 
 
+class _KnownClient:
+    """known_fingerprints as a server answers it (no server needed to sort)."""
+
+    def __init__(self, known: dict[str, str | None]) -> None:
+        self.known = known
+        self.asked: list[tuple[list[str], str]] = []
+
+    def known_fingerprints(self, bot: str, ids: list[str], *, source: str) -> dict[str, Any]:
+        self.asked.append((ids, source))
+        return {mid: self.known[mid] for mid in ids if mid in self.known}
+
+
+def test_sort_known_sends_new_ones_edits_changed_ones_and_counts_the_rest_duplicates() -> None:
+    texts = {"new": "never stored", "same": "stored as it is", "edited": "edited in the chat",
+             "theirs": "st-qdrant-memory holds it", "cleaned": "a NUL\x00 dropped  "}  # fmt: skip
+    plan = PlannedChat(
+        parse_chat("c.jsonl", []),
+        [Outgoing(mid, text, 1718000000000, True, "Alex") for mid, text in texts.items()],
+    )
+    client = _KnownClient({
+        "same": text_fingerprint("stored as it is"), "edited": text_fingerprint("the old text"),
+        "theirs": None,  # no chunkMessages: nothing to compare
+        "cleaned": text_fingerprint("a NUL dropped"),  # as /save cleaned and trimmed it
+    })  # fmt: skip
+    summary = Summary()
+    sort_known(cast(MemoryPoolClient, client), "mythos", [plan], summary)
+    assert client.asked == [(sorted(texts), "sillytavern")]
+    assert [item.id for item in plan.outgoing] == ["new"]
+    assert [item.id for item in plan.edits] == ["edited"]
+    assert (summary.duplicates, summary.edited) == (3, 0)  # edits are counted when answered
+
+
 def _import(served: Served, env: dict[str, str], config: Path, *args: str) -> tuple[str, str]:
     command = [sys.executable, "-m", "memory_pool.main", "import", "sillytavern", *args, "--agent",
                "mythos", "--url", str(served.http.base_url), "--config", str(config)]  # fmt: skip
@@ -131,15 +170,14 @@ def test_import_stores_each_message_once_and_recognises_st_qdrant_memory(
         out, err = _import(served, env, config, str(chats))
         assert f"skipped {FILE_A}:6: unparseable send_date 'yesterday'" in err
         assert "files: 2, messages: 11" in out
-        assert "skipped: 5 (1 system, 1 too short, 1 unparseable date, 2 already stored)" in out, (
-            out
-        )
-        assert "accepted: 6, duplicates: 0" in out
+        assert "skipped: 3 (1 system, 1 too short, 1 unparseable date)" in out, out
+        # the 2 st-qdrant-memory indexed: its chunk keeps no text to compare, so not an edit
+        assert "accepted: 6, duplicates: 2, edited: 0" in out
         assert "chunks written: 2" in out
 
         again, _ = _import(served, env, config, str(chats))
-        assert "accepted: 0, duplicates: 0" in again
-        assert "8 already stored" in again
+        assert "skipped: 3 (1 system, 1 too short, 1 unparseable date)" in again
+        assert "accepted: 0, duplicates: 8, edited: 0" in again
         assert "chunks written: 0" in again
         assert _stats(served)["points_by_source"] == {"sillytavern": 2}
         assert served.interrupt() == 0, served.log_tail()
@@ -169,3 +207,83 @@ def _check_stored(payloads: list[dict[str, Any]]) -> None:
         "Mythos: And we ate them with salt on the porch."
     )
     assert by_file[FILE_B]["speakers"] == "Robin, Mythos"
+
+
+EDITED = "I found an old iron key under the loose stair, not the brass one."
+SWIPED = "And we ate them warm, straight from the vine, with a pinch of salt."
+SWIPED_ID = IMPORTED[FILE_B][1]
+
+
+def _edit_and_swipe(chats: Path) -> None:
+    """In SillyTavern: FILE_A's first message edited; FILE_B's last reply swiped to its second
+    version (same line, same id, new `mes`); FILE_B's first message, which only
+    st-qdrant-memory's chunk holds, edited too."""
+    chat_a = [dict(r) for r in CHAT_A]
+    chat_a[1]["mes"] = EDITED
+    chat_b = [dict(r) for r in CHAT_B]
+    chat_b[4] |= {"mes": SWIPED, "swipes": [chat_b[4]["mes"], SWIPED], "swipe_id": 1}
+    chat_b[1]["mes"] = "Do you remember the purple tomatoes, and the lemon tree beside them?"
+    for name, records in ((FILE_A, chat_a), (FILE_B, chat_b)):
+        (chats / name).write_text("\n".join(json.dumps(r) for r in records) + "\n")
+
+
+def _texts(served: Served) -> dict[str, str]:
+    """conversationId -> chunk text of memory-pool's points, through the API."""
+    response = served.http.get("/agents/mythos/memories", params={"source": "sillytavern"})
+    assert response.status_code == 200, response.text
+    return {m["conversation_id"]: m["text"] for m in response.json()["memories"]}
+
+
+def _wait_for_texts(served: Served, *wanted: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not all(any(w in text for text in _texts(served).values()) for w in wanted):
+        assert time.monotonic() < deadline, f"{_texts(served)}\n{served.log_tail()}"
+        time.sleep(0.1)
+
+
+def _expire_mark(data_dir: Path, message_id: str) -> None:
+    r = redis.Redis(unix_socket_path=str(data_dir / "redis" / "redis.sock"))
+    try:
+        assert r.delete(keys.seen(COLLECTION, "sillytavern", message_id)) == 1
+    finally:
+        r.close()
+
+
+def test_importing_again_after_an_edit_and_a_swipe_edits_those_messages_in_place(
+    tmp_path: Path, embeddings: EmbeddingServer
+) -> None:
+    data_dir, chats, config = tmp_path / "data", tmp_path / "chats", tmp_path / "agents.yaml"
+    config.write_text(AGENTS)
+    _write_chats(chats)
+    _seed_st_qdrant_memory_point(data_dir)
+    env = serve_env(embeddings) | {"MEMORY_POOL_CONFIG": str(config)}
+    with serving(data_dir, env, tmp_path / "serve.log") as served:
+        first, _ = _import(served, env, config, str(chats))
+        assert "accepted: 6, duplicates: 2, edited: 0" in first
+        _edit_and_swipe(chats)
+        _expire_mark(data_dir, SWIPED_ID)  # the dedupe window passed: only the store knows it
+
+        again, _ = _import(served, env, config, str(chats))
+        assert "skipped: 3 (1 system, 1 too short, 1 unparseable date)" in again
+        assert "accepted: 0, duplicates: 6, edited: 2\n" in again, again
+        assert "chunks written: 0" in again
+        _wait_for_texts(served, EDITED, SWIPED)
+        assert _stats(served)["points_by_source"] == {"sillytavern": 2}
+
+        unchanged, _ = _import(served, env, config, str(chats))
+        assert "accepted: 0, duplicates: 8, edited: 0" in unchanged
+        assert served.interrupt() == 0, served.log_tail()
+
+    payloads = _stored_points(data_dir)
+    ours = {p["conversationId"]: p for p in payloads if p.get("source") == "sillytavern"}
+    assert len(payloads) == len(ours) + 1
+    every_id = Counter(i for p in payloads for i in str(p["messageIds"]).split(","))
+    assert set(every_id.values()) == {1}, every_id  # no message in two points
+    for name, ids in IMPORTED.items():
+        assert ours[name]["messageIdList"] == ids
+    assert ours[FILE_A]["text"].split("\n")[1] == f"Alex: {EDITED}"
+    assert "brass key" not in ours[FILE_A]["text"]
+    assert ours[FILE_B]["text"].split("\n")[2] == f"Mythos: {SWIPED}"
+    assert "on the porch" not in ours[FILE_B]["text"]
+    [theirs] = [p for p in payloads if "source" not in p]
+    assert theirs["text"].startswith("[2023-05-20]\nRobin: Do you remember…")  # kept as written
