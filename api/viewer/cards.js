@@ -14,7 +14,8 @@ const NOT_EDITABLE = {
   old: "Written before memory-pool kept each message of a chunk: its messages cannot be edited.",
 };
 const GONE = " This chunk is no longer stored under this point id (emptied, or moved to its first remaining message's id): show the list again.";
-const NOT_YET = " (not rewritten yet: show the list again later)";
+const NOT_YET = " (not yet: a chunk still open is written again once its conversation is idle, "
+  + "idle_flush_seconds, 60 s by default; show the list again then)";
 // A browser resolves "." and ".." path segments away, even percent-encoded: no URL reaches them.
 const UNREACHABLE = new Set([".", ".."]);
 const POLL_MS = 500;
