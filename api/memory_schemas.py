@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from api.schemas import AGENT_ACCESS, error_docs
 from shared.format import fields
-from shared.format.payload import utc_date
+from shared.format.payload import messages_of, utc_date
 from shared.format.timestamps import MAX_STORABLE_MS
 from shared.store.memory_query import timestamp_of
 
@@ -25,6 +25,17 @@ POINT_ERRORS = AGENT_ACCESS | error_docs(
     e422="A point id that is neither a UUID nor an unsigned integer.",
     e503="Qdrant or Redis is unavailable, or a dead-letter replay is running.",
 )
+
+
+class MemoryMessage(BaseModel):
+    """One message of a chunk, as the point keeps it (`chunkMessages`)."""
+
+    id: str = Field(description="The platform message id: PATCH /agents/{bot}/messages/{id}.")
+    speaker: str
+    ts: int = Field(description="Unix ms.")
+    text: str
+    user_id: str | None = Field(description="The person's id; None for the agent's own.")
+    is_self: bool = Field(description="Said by the agent itself.")
 
 
 class Memory(BaseModel):
@@ -43,6 +54,12 @@ class Memory(BaseModel):
     guild_id: str | None = None
     conversation_id: str | None = None
     payload: dict[str, Any] = Field(description="The payload exactly as stored.")
+    messages: list[MemoryMessage] | None = Field(
+        None,
+        description="Its messages in text order, each editable with PATCH "
+        "/agents/{bot}/messages/{id}; None when the point does not keep them (written before "
+        "edits were kept, or by st-qdrant-memory): it cannot be edited.",
+    )
 
 
 class MemoryPage(BaseModel):
@@ -116,4 +133,17 @@ def memory_view(point_id: str, payload: Mapping[str, Any]) -> Memory:
         guild_id=_text(payload.get(fields.GUILD_ID)),
         conversation_id=_text(payload.get(fields.CONVERSATION_ID)),
         payload=dict(payload),
+        messages=_messages(payload),
     )
+
+
+def _messages(payload: Mapping[str, Any]) -> list[MemoryMessage] | None:
+    found = messages_of(payload)
+    if found is None:
+        return None
+    return [
+        MemoryMessage(
+            id=m.id, speaker=m.speaker, ts=m.ts, text=m.text, user_id=m.user_id, is_self=m.is_self
+        )
+        for m in found
+    ]

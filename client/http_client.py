@@ -114,6 +114,20 @@ class MemoryPoolClient:
         """Delete one scope: source (+ channel_id or conversation_id), message_id or user_id."""
         return self._call("POST", agent_path(bot, "delete"), json=scope)
 
+    def edit(
+        self, bot: str, message_id: str, text: str, *, source: str | None = None
+    ) -> dict[str, str]:
+        """Give a message the agent saw a new text, wherever it is (buffered, or in a written
+        chunk, rewritten within seconds). Returns {"message_id", "source", "outcome"}; outcome:
+        edited, unchanged, emptied (too short to keep: it left its chunk) or stale (its chunk
+        cannot be rebuilt: written before edits were kept, or by st-qdrant-memory). Raises
+        MemoryPoolError 404 message_not_found (ids are per source: the default source when
+        `source` is None), 410 message_deleted."""
+        body: dict[str, Any] = {"text": text}
+        if source is not None:
+            body["source"] = source
+        return self._call("PATCH", agent_path(bot, "messages", message_id), json=body)
+
     def known_ids(self, bot: str, message_ids: Iterable[str]) -> list[str]:
         """Which of these message ids the agent's collection already holds (any writer)."""
         body = {"message_ids": list(message_ids)}

@@ -18,6 +18,7 @@ FILES = {
     "index.html": "text/html; charset=utf-8",
     "viewer.js": "text/javascript; charset=utf-8",
     "dom.js": "text/javascript; charset=utf-8",
+    "cards.js": "text/javascript; charset=utf-8",
     "chart.js": "text/javascript; charset=utf-8",
     "viewer.css": "text/css; charset=utf-8",
 }

@@ -28,6 +28,12 @@ export function $(selector) {
   return document.querySelector(selector);
 }
 
+// Each finished render bumps its container's data-version: a test (or a person's script) can
+// tell a fresh result from the previous one.
+export function rendered(node) {
+  node.dataset.version = String(Number(node.dataset.version || 0) + 1);
+}
+
 export function status(message, kind = "") {
   const line = $("#status");
   line.textContent = message || "";

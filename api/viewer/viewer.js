@@ -1,6 +1,7 @@
 // The memory viewer: five views over memory-pool's JSON API. No data is ever written into the
 // page as markup (see dom.js); every action is checked by the server with the session's key.
-import { $, ApiError, agentPath, api, clear, dayMs, el, isoDate, isoTime, key, status } from "/ui/dom.js";
+import { $, ApiError, agentPath, api, clear, dayMs, el, isoDate, isoTime, key, rendered, status } from "/ui/dom.js";
+import { memoryCard, messagesOf } from "/ui/cards.js";
 import { dayChart } from "/ui/chart.js";
 
 const ST = "sillytavern (extension)";
@@ -8,9 +9,6 @@ const ST = "sillytavern (extension)";
 const state = { agents: [], bot: new URLSearchParams(location.search).get("agent"), cursors: [null], page: 0, prune: null };
 
 const bot = () => state.bot;
-// Each finished render bumps its container's data-version: a test (or a person's script) can
-// tell a fresh result from the previous one.
-const rendered = (node) => { node.dataset.version = String(Number(node.dataset.version || 0) + 1); };
 const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 const fail = (error) => status(error instanceof ApiError ? error.detail : String(error), "error");
 
@@ -67,31 +65,16 @@ function filtersOf(form) {
   return out;
 }
 
-function memoryCard(m, actions) {
-  const where = [["channel", m.channel_id], ["guild", m.guild_id], ["conversation", m.conversation_id]]
-    .filter(([, v]) => v).map(([k, v]) => `${k} ${v}`).join(" · ");
-  return el("article", { class: "card memory", "data-id": m.id },
-    el("header", {},
-      el("strong", { class: "date", text: m.date || "no date" }), " ",
-      el("span", { class: "source", text: m.writer }), " ",
-      el("span", { class: "speakers", text: m.speakers.join(", ") })),
-    el("pre", { class: "text", text: m.text }),
-    el("p", { class: "meta" }, where ? el("span", { text: where }) : null,
-      el("span", { class: "ids", text: `messages: ${m.message_ids.join(", ") || "none"}` }),
-      m.user_ids.length ? el("span", { text: `people: ${m.user_ids.join(", ")}` }) : null,
-      el("span", { class: "point-id", text: `point ${m.id}` })),
-    actions);
-}
-
 async function renderBrowse() {
   if (!bot()) return;
+  const agent = bot();
   const list = clear($("#browse-list"));
   const query = { ...filtersOf($("#browse-form")), cursor: state.cursors[state.page] };
-  const page = await api("GET", agentPath(bot(), "/memories"), { query });
+  const page = await api("GET", agentPath(agent, "/memories"), { query });
   for (const m of page.memories) {
     const remove = el("button", { type: "button", class: "danger small", text: "Delete this chunk",
       onclick: () => startPrune({ scope: "point_id", value: m.id }) });
-    list.append(memoryCard(m, el("footer", {}, remove)));
+    list.append(memoryCard(m, el("footer", {}, remove), agent));
   }
   if (!page.memories.length) list.append(el("p", { text: "No chunks match." }));
   state.cursors[state.page + 1] = page.next_cursor;
@@ -114,7 +97,7 @@ async function runSearch(form) {
   for (const hit of found.hits) {
     const score = el("span", { class: "score", text: `score ${(hit.score * 100).toFixed(1)}% (${hit.score.toFixed(4)})` });
     const m = { id: hit.id, ...viewOf(hit.payload) };
-    hits.append(memoryCard(m, el("footer", {}, score)));
+    hits.append(memoryCard(m, el("footer", {}, score), body.bot));
   }
   if (!found.hits.length) hits.append(el("p", { text: "Nothing qualifies: the bot is told nothing." }));
   $("#search-block").textContent = found.formatted;
@@ -123,7 +106,8 @@ async function runSearch(form) {
 
 function viewOf(p) {
   const ids = Array.isArray(p.messageIdList) ? p.messageIdList : String(p.messageIds || "").split(",").filter(Boolean);
-  return { writer: p.source ?? ST, date: typeof p.timestamp === "number" ? isoDate(p.timestamp) : "",
+  return { source: p.source ?? null, writer: p.source ?? ST, messages: messagesOf(p.chunkMessages),
+    date: typeof p.timestamp === "number" ? isoDate(p.timestamp) : "",
     speakers: String(p.speakers || "").split(",").map((s) => s.trim()).filter(Boolean), text: String(p.text ?? ""),
     message_ids: ids.map(String), user_ids: Array.isArray(p.userIdList) ? p.userIdList.map(String) : [],
     channel_id: p.channelId, guild_id: p.guildId, conversation_id: p.conversationId };

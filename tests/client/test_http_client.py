@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -161,3 +162,54 @@ def test_browse_read_preview_and_delete_one_memory(client: MemoryPoolClient) -> 
     assert gone.value.status == 404 and gone.value.error == "point_not_found"
     assert len(client.timeline(AGENT, days=7)) == 7
     client.delete(AGENT, source="viewer")
+
+
+def wait_for_text(client: MemoryPoolClient, point_id: str, words: str) -> dict[str, object]:
+    deadline = time.monotonic() + 20
+    while words not in (chunk := client.memory(AGENT, point_id))["text"]:
+        assert time.monotonic() < deadline, f"{words!r} never reached point {point_id}"
+        time.sleep(0.05)
+    return chunk
+
+
+def test_edit_rewrites_a_written_message_and_refuses_unknown_and_deleted_ids(
+    client: MemoryPoolClient,
+) -> None:
+    # two ~300-character messages close a chunk (500): it is written, and only a worker
+    # rewrites it
+    harbour = "the harbour master counted the fishing boats at dusk, " * 6
+    answer = "and the lighthouse answered each boat with three long flashes, " * 5
+    start = 1_720_000_000_000
+    pair = [message("e1", harbour, start), message("e2", answer, start + 1000, self_=True)]
+    for one in pair:
+        one["conversation_id"] = "conv-edit"
+    assert client.save(AGENT, pair, source="edits")["accepted"] == 2
+    assert client.flush(AGENT)["done"]
+    [chunk] = client.memories(AGENT, source="edits")["memories"]
+    assert chunk["message_ids"] == ["e1", "e2"]
+
+    corrected = "the harbour master painted the fishing boats blue at dawn"
+    assert client.edit(AGENT, "e1", corrected, source="edits") == {
+        "message_id": "e1", "source": "edits", "outcome": "edited",
+    }  # fmt: skip
+    after = wait_for_text(client, chunk["id"], corrected)
+    assert "counted the fishing boats" not in after["text"]
+    assert after["message_ids"] == ["e1", "e2"] and "three long flashes" in after["text"]
+    again = client.edit(AGENT, "e1", f"  {corrected} ", source="edits")
+    assert again["outcome"] == "unchanged"
+
+    with pytest.raises(MemoryPoolError) as unknown:
+        client.edit(AGENT, "never-sent", corrected, source="edits")
+    assert (unknown.value.status, unknown.value.error) == (404, "message_not_found")
+    with pytest.raises(MemoryPoolError) as other_source:
+        client.edit(AGENT, "e1", corrected)  # the default source: ids are per source
+    assert (other_source.value.status, other_source.value.error) == (404, "message_not_found")
+    with pytest.raises(MemoryPoolError) as too_long:
+        client.edit(AGENT, "e1", "x" * 100_001, source="edits")
+    assert too_long.value.status == 422
+
+    assert client.delete(AGENT, message_id="e2")["deleted_points"] == 1
+    with pytest.raises(MemoryPoolError) as deleted:
+        client.edit(AGENT, "e2", corrected, source="edits")
+    assert (deleted.value.status, deleted.value.error) == (410, "message_deleted")
+    assert "'e2'" in deleted.value.detail

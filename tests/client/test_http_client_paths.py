@@ -1,6 +1,7 @@
-"""The client puts agent names and point ids into URL paths: each is one path segment, never
-a way to reach another endpoint or another agent (failed on main faf5386: httpx resolves
-"../" in a path, so delete_memory("clerk", "../../other/memories/<id>") deleted other's)."""
+"""The client puts agent names, point ids and message ids into URL paths: each is one path
+segment, never a way to reach another endpoint or another agent (failed on main faf5386: httpx
+resolves "../" in a path, so delete_memory("clerk", "../../other/memories/<id>") deleted
+other's)."""
 
 from __future__ import annotations
 
@@ -38,8 +39,10 @@ def test_a_crafted_point_id_or_name_cannot_reach_another_agent(live: Live) -> No
             lambda: client.delete_memory("../agents/other", theirs),
             lambda: client.memories("other/memories?x="),
             lambda: client.delete("..", source="discord"),
+            lambda: client.edit("clerk", "../../other/messages/other-1", "not theirs"),
+            lambda: client.edit("..", "other-1", "not theirs"),
         ):
             with pytest.raises(MemoryPoolError) as refused:
                 call()
             assert refused.value.status in (400, 404, 422), refused.value
-        assert client.memory("other", theirs)["id"] == theirs  # still there
+        assert client.memory("other", theirs)["text"].endswith(text)  # still there, unchanged

@@ -97,6 +97,11 @@ def test_browse_pages_newest_first_and_filters(stack: Stack) -> None:
     hermes = page[0]
     assert hermes["writer"] == "hermes" and hermes["conversation_id"] == "s1"
     assert hermes["date"] == "2024-06-11" and hermes["user_ids"] == ["1"]
+    assert hermes["messages"] == [{
+        "id": "h1", "speaker": "user1", "ts": 1_718_000_000_000 + 40 * HOUR,
+        "text": "message h1 says something worth remembering", "user_id": "1", "is_self": False,
+    }]  # fmt: skip
+    assert st["messages"] is None  # st-qdrant-memory keeps no messages: not editable
     assert browse(stack, "other")["memories"][0]["message_ids"] == ["o1"]  # within the agent
 
 

@@ -87,8 +87,9 @@ def test_the_page_is_served_with_a_strict_policy(live: Live) -> None:
     policy = page.headers["content-security-policy"]
     assert "script-src 'self'" in policy and "default-src 'none'" in policy
     assert "unsafe-inline" not in policy and "<script>" not in page.text.replace(" ", "")
-    for asset in ("viewer.js", "dom.js", "chart.js", "viewer.css"):
+    for asset in ("viewer.js", "dom.js", "cards.js", "chart.js", "viewer.css"):
         assert client.get(f"/ui/{asset}").status_code == 200
     missing = client.get("/ui/secrets.txt")
     assert missing.status_code == 404 and missing.json()["error"] == "not_found"
-    assert "innerHTML" not in "".join(client.get(f"/ui/{a}").text for a in ("viewer.js", "dom.js"))
+    scripts = ("viewer.js", "dom.js", "cards.js")
+    assert "innerHTML" not in "".join(client.get(f"/ui/{a}").text for a in scripts)
