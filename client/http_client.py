@@ -144,16 +144,6 @@ class MemoryPoolClient:
         fingerprints = answer.get("fingerprints") or {}
         return {mid: fingerprints.get(mid) for mid in answer["known"]}
 
-    def edit_message(
-        self, bot: str, message_id: str, text: str, *, source: str | None = None
-    ) -> dict[str, str]:
-        """PATCH a message's text, also when its dedupe mark has expired; returns its
-        message_id, source and outcome: edited, unchanged, emptied or stale."""
-        body: dict[str, Any] = {"text": text}
-        if source is not None:
-            body["source"] = source
-        return self._call("PATCH", agent_path(bot, "messages", message_id), json=body)
-
     def agents(self) -> list[dict[str, Any]]:
         """The agents this client's key may reach: name, collection, listed, blocked."""
         return self._call("GET", "/agents")["agents"]

@@ -252,7 +252,7 @@ def _send_edit(client: MemoryPoolClient, bot: str, item: Outgoing, chat: str,
     the dedupe window, and would then take a stored message for a new one and store it twice;
     PATCH finds it in the store."""
     try:
-        outcome = client.edit_message(bot, item.id, item.text, source=SOURCE)["outcome"]
+        outcome = client.edit(bot, item.id, item.text, source=SOURCE)["outcome"]
     except MemoryPoolError as exc:
         if exc.status not in (404, 410):
             raise

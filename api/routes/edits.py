@@ -58,7 +58,8 @@ class EditResponse(BaseModel):
     message_id: str
     source: str
     outcome: Outcome = Field(
-        description="edited: the memory takes the new text (a written chunk within seconds); "
+        description="edited: the memory takes the new text (a written closed chunk is written "
+        "again within seconds, an open one when its conversation is next quiet); "
         "unchanged: it had this text; emptied: the new text is too short to keep, the message "
         "left its chunk; stale: its chunk cannot be rebuilt (written before edits were kept, "
         "or by st-qdrant-memory) and keeps the old text."

@@ -80,7 +80,7 @@ def test_save_flush_retrieve_known_ids_stats_delete(client: MemoryPoolClient) ->
     assert client.save(AGENT, MESSAGES[:1], source="test")["accepted"] == 0  # deleted for good
 
 
-def test_known_fingerprints_and_edit_message(client: MemoryPoolClient, live: Live) -> None:
+def test_known_fingerprints_and_an_edit_by_source(client: MemoryPoolClient, live: Live) -> None:
     first = "the harbour bell rang twice before the fog came in"
     edited = "the harbour bell rang three times before the fog came in"
     stored = [
@@ -98,12 +98,12 @@ def test_known_fingerprints_and_edit_message(client: MemoryPoolClient, live: Liv
     }
     assert client.known_fingerprints(AGENT, ["f1"], source="other") == {"f1": None}
 
-    assert client.edit_message(AGENT, "f1", f"  {edited} ", source="fp") == {
+    assert client.edit(AGENT, "f1", f"  {edited} ", source="fp") == {
         "message_id": "f1", "source": "fp", "outcome": "edited",
     }  # fmt: skip
-    assert client.edit_message(AGENT, "f1", edited, source="fp")["outcome"] == "unchanged"
+    assert client.edit(AGENT, "f1", edited, source="fp")["outcome"] == "unchanged"
     with pytest.raises(MemoryPoolError) as unknown:
-        client.edit_message(AGENT, "never-sent", edited, source="fp")
+        client.edit(AGENT, "never-sent", edited, source="fp")
     assert (unknown.value.status, unknown.value.error) == (404, "message_not_found")
 
 
@@ -208,7 +208,8 @@ def test_edit_rewrites_a_written_message_and_refuses_unknown_and_deleted_ids(
         client.edit(AGENT, "e1", "x" * 100_001, source="edits")
     assert too_long.value.status == 422
 
-    assert client.delete(AGENT, message_id="e2")["deleted_points"] == 1
+    removed = client.delete(AGENT, message_id="e2")  # its chunk keeps e1
+    assert (removed["deleted_points"], removed["rewritten_points"]) == (0, 1)
     with pytest.raises(MemoryPoolError) as deleted:
         client.edit(AGENT, "e2", corrected, source="edits")
     assert (deleted.value.status, deleted.value.error) == (410, "message_deleted")
