@@ -151,14 +151,21 @@ def _stored_points(data_dir: Path) -> list[dict[str, Any]]:
         store.close()
 
 
+def _chats_and_config(
+    data_dir: Path, chats: Path, config: Path, embeddings: EmbeddingServer
+) -> dict[str, str]:
+    """The two chat files, the agents file and st-qdrant-memory's point; serve's environment."""
+    config.write_text(AGENTS)
+    _write_chats(chats)
+    _seed_st_qdrant_memory_point(data_dir)
+    return serve_env(embeddings) | {"MEMORY_POOL_CONFIG": str(config)}
+
+
 def test_import_stores_each_message_once_and_recognises_st_qdrant_memory(
     tmp_path: Path, embeddings: EmbeddingServer
 ) -> None:
     data_dir, chats, config = tmp_path / "data", tmp_path / "chats", tmp_path / "agents.yaml"
-    config.write_text(AGENTS)
-    _write_chats(chats)
-    _seed_st_qdrant_memory_point(data_dir)
-    env = serve_env(embeddings) | {"MEMORY_POOL_CONFIG": str(config)}
+    env = _chats_and_config(data_dir, chats, config, embeddings)
     with serving(data_dir, env, tmp_path / "serve.log") as served:
         before = _stats(served)
         out, err = _import(served, env, config, str(chats), "--dry-run")
@@ -253,10 +260,7 @@ def test_importing_again_after_an_edit_and_a_swipe_edits_those_messages_in_place
     tmp_path: Path, embeddings: EmbeddingServer
 ) -> None:
     data_dir, chats, config = tmp_path / "data", tmp_path / "chats", tmp_path / "agents.yaml"
-    config.write_text(AGENTS)
-    _write_chats(chats)
-    _seed_st_qdrant_memory_point(data_dir)
-    env = serve_env(embeddings) | {"MEMORY_POOL_CONFIG": str(config)}
+    env = _chats_and_config(data_dir, chats, config, embeddings)
     with serving(data_dir, env, tmp_path / "serve.log") as served:
         first, _ = _import(served, env, config, str(chats))
         assert "accepted: 6, duplicates: 2, edited: 0" in first
