@@ -111,3 +111,17 @@ def test_a_preview_says_what_would_be_rewritten(stack: Stack) -> None:
     response = stack.client.post("/agents/mythos/delete/preview", json={"message_id": "m2"})
     assert response.json() == {"points": 0, "message_ids": 1, "points_without_source": 0,
                                "points_rewritten": 1}  # fmt: skip
+
+
+def test_a_delete_after_an_edit_of_a_written_open_chunk_keeps_no_old_text(stack: Stack) -> None:
+    """Review: the edit reset `written`, so the delete took the open chunk's point for a closed
+    one and wrote it again from its stale copy (m2's text before the edit) under m2's id."""
+    save(stack, msg("m1", "short one but kept", 1), msg("m2", "another kept line", 2))
+    stack.flush("mythos")  # the open chunk, written under m1's id and kept buffered
+    assert save(stack, msg("m2", "another line, edited", 2))["edited"] == 1
+    delete(stack, {"message_id": "m1"})
+    assert all("another kept line" not in p["text"] for p in points(stack).values())
+    stack.flush("mythos")
+    [payload] = points(stack).values()
+    assert payload["messageIdList"] == ["m2"]
+    assert payload["text"].endswith("user1: another line, edited")

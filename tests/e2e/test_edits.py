@@ -249,3 +249,19 @@ def test_an_edit_of_an_st_qdrant_memory_points_message_is_stale(stack: Stack) ->
     assert response.status_code == 200, response.text
     assert response.json()["outcome"] == "stale"
     assert any(p.get("text") == text for p in points(stack).values())  # it keeps its text
+
+
+def test_an_open_chunk_edited_then_emptied_at_its_head_leaves_no_old_point(stack: Stack) -> None:
+    """Review: an edit inside a written open chunk forgot that its point exists (`written` 0),
+    so emptying its first message later did not retire that point: it kept the emptied text
+    and a second copy of m2."""
+    save(stack, msg("m1", "short one but kept", 1), msg("m2", "another kept line", 2))
+    stack.flush("mythos")  # the open chunk is written under m1's id
+    assert save(stack, msg("m2", "another line, edited", 2))["edited"] == 1
+    assert save(stack, msg("m1", "ok", 1))["edited"] == 1  # out of its chunk
+    stack.flush("mythos")
+    found = holders(stack)
+    assert "m1" not in found and len(found["m2"]) == 1
+    [payload] = points(stack).values()
+    assert payload["text"].endswith("user1: another line, edited")
+    assert "short one" not in payload["text"]
