@@ -25,7 +25,13 @@ from shared.memories.known_ids import LACKING_ID_LIST
 from shared.memories.rewrites import rewrite_chunks, rewrites_held
 from shared.runtime import Runtime
 from shared.state import keys
-from shared.state.buffer_deletes import BufferDeletes, BufferScope, Forgotten, Removed
+from shared.state.buffer_deletes import (
+    BufferDeletes,
+    BufferScope,
+    EmptiedScope,
+    Forgotten,
+    Removed,
+)
 from shared.state.conversations import ConversationRef, source_of
 from shared.state.dead_letters import DeadLetter
 from shared.state.lock import held
@@ -111,6 +117,20 @@ def _buffer_scope(scope: DeleteScope) -> BufferScope:
     return BufferScope("all")
 
 
+def _emptied_scope(collection: str, scope: DeleteScope) -> EmptiedScope | None:
+    """The emptied messages a scope covers (a point's are not in it any more: None)."""
+    if scope.message_id is not None:
+        return EmptiedScope("ids", (scope.message_id,))
+    if scope.user_id is not None:
+        return EmptiedScope("user", (scope.user_id,))
+    if scope.source is None:
+        return None
+    if scope.conversation_id is None and scope.channel_id is None:
+        return EmptiedScope("source", source=scope.source)
+    ref = ConversationRef(collection, scope.source, scope.conversation_id, scope.channel_id)
+    return EmptiedScope("conversation", source=scope.source, conversation=ref.key)
+
+
 def _doomed_points(runtime: Runtime, collection: str, scope: DeleteScope) -> dict[str, dict]:
     store = runtime.store
     found = dict(store.scroll_payloads(collection, query_filter=point_filter(scope)))
@@ -183,6 +203,11 @@ def delete(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> DeleteRe
     now_ms = int(time.time() * 1000)
     collection = agent.collection_name
     with replays_paused(runtime.redis), _rewrites_paused(runtime.redis, collection):
+        # Emptied messages are in no chunk and no buffer: an edit back would store them. First,
+        # so one an edit brings back meanwhile is in its buffer for the next step.
+        emptied = _emptied_scope(collection, scope)
+        if emptied is not None:
+            deletes.forget_emptied(collection, emptied)
         forgotten = deletes.forget(
             _buffer_targets(runtime, agent, scope), _buffer_scope(scope), now_ms
         )

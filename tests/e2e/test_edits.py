@@ -265,3 +265,28 @@ def test_an_open_chunk_edited_then_emptied_at_its_head_leaves_no_old_point(stack
     [payload] = points(stack).values()
     assert payload["text"].endswith("user1: another line, edited")
     assert "short one" not in payload["text"]
+
+
+DELETE_SCOPES = [
+    {"message_id": "m1"},
+    {"user_id": "1"},
+    {"source": "discord", "channel_id": "c1"},
+    {"source": "discord"},
+]
+
+
+@pytest.mark.parametrize("scope", DELETE_SCOPES)
+def test_a_deleted_emptied_message_never_comes_back(stack: Stack, scope: dict[str, str]) -> None:
+    """Review: an emptied message is in no chunk and no buffer, so deletes never saw it: it
+    was not tombstoned, and an edit back to a long text stored it again."""
+    written_closed_chunk(stack)
+    assert save(stack, msg("m1", "ok", 1))["edited"] == 1
+    wait_for(lambda: "m1" not in holders(stack))
+    response = stack.client.post("/agents/mythos/delete", json=scope)
+    assert response.status_code == 200, response.text
+    assert save(stack, msg("m1", BOAT, 1)) == {"accepted": 0, "duplicates": 1, "skipped": 0}
+    gone = stack.client.patch("/agents/mythos/messages/m1", json={"text": BOAT})
+    assert gone.status_code == 410
+    stack.flush("mythos")
+    assert "m1" not in holders(stack)
+    assert not stack.runtime.redis.hexists(keys.emptied(COLLECTION), "discord:m1")
