@@ -290,3 +290,36 @@ def test_a_deleted_emptied_message_never_comes_back(stack: Stack, scope: dict[st
     stack.flush("mythos")
     assert "m1" not in holders(stack)
     assert not stack.runtime.redis.hexists(keys.emptied(COLLECTION), "discord:m1")
+
+
+def test_patch_of_a_message_whose_mark_expired_keeps_its_conversation(stack: Stack) -> None:
+    """Review: the PATCH recorded the agent's default conversation in the new mark, so an edit
+    to a short text and back put the message in a conversation with no agent or source: it
+    was quarantined (InvalidAgentName '') and never stored again."""
+    written_closed_chunk(stack)
+    r = stack.runtime.redis
+    r.delete(keys.seen(COLLECTION, "discord", "m1"))  # remembered 30 days: as if it expired
+    url = "/agents/mythos/messages/m1"
+    assert stack.client.patch(url, json={"text": "ok"}).json()["outcome"] == "emptied"
+    wait_for(lambda: "m1" not in holders(stack))
+    assert stack.client.patch(url, json={"text": BOAT}).json()["outcome"] == "edited"
+    stack.flush("mythos")
+    [holder] = holders(stack)["m1"]
+    back = points(stack)[holder]
+    assert "Zanzibar" in back["text"] and back["channelId"] == "c1"
+    assert r.zcard(keys.QUARANTINE) == 0
+
+
+def test_patch_of_an_unchanged_message_whose_mark_expired_writes_nothing(
+    stack: Stack, embeddings: EmbeddingServer
+) -> None:
+    """Review: with no mark to compare with, the same text was taken for an edit: answered
+    `edited`, and its chunk embedded and written again for nothing."""
+    pid, before = written_closed_chunk(stack)
+    stack.runtime.redis.delete(keys.seen(COLLECTION, "discord", "m1"))
+    embeddings.reset_log()
+    answer = stack.client.patch("/agents/mythos/messages/m1", json={"text": f" {CLOCK} "})
+    assert answer.json()["outcome"] == "unchanged"
+    time.sleep(0.5)
+    assert points(stack) == {pid: before} and embeddings.requests == []
+    assert stack.runtime.redis.hlen(keys.edits(COLLECTION)) == 0
