@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import redis
 
 from shared.agents import AgentConfig
-from shared.errors import UpstreamUnavailable
+from shared.errors import DimensionMismatch, ModelMismatch, UpstreamUnavailable
 from shared.format.fields import CHANNEL_ID, CONVERSATION_ID, MESSAGE_ID_LIST, SOURCE, USER_ID_LIST
 from shared.format.naming import point_id
 from shared.format.payload import message_ids_of
@@ -36,6 +36,7 @@ from shared.state.conversations import ConversationRef, source_of
 from shared.state.dead_letters import DeadLetter
 from shared.state.lock import held
 from shared.store.filters import Filter, HasIds, Match
+from shared.store.rules import check_compatible
 
 REPLAY_WAIT_SECONDS = 10.0
 REPLAY_LOCK_MS = 120_000
@@ -150,6 +151,31 @@ def _ids_by_source(payloads: Iterable[dict]) -> dict[str, set[str]]:
     return by_source
 
 
+def _rewritable(runtime: Runtime, collection: str) -> bool:
+    """Whether chunks of the collection can be written again: only with vectors of its own
+    size and model (another one's writes are held, see /health)."""
+    state = runtime.store.collection(collection)
+    if state is None:
+        return False
+    embedder = runtime.embedder
+    try:
+        check_compatible(state, size=embedder.dimensions(), model=embedder.model)
+    except (DimensionMismatch, ModelMismatch):
+        return False
+    return True
+
+
+def _plan(runtime: Runtime, agent: AgentConfig, doomed: dict[str, dict], scope: DeleteScope,
+          backed: set[str]) -> DeletePlan:  # fmt: skip
+    """What the delete does to each chunk it found: a chunk that held a deleted message is
+    written again without it, unless the collection takes no writes now (then, like a chunk
+    that cannot be rebuilt, it goes whole with its other messages)."""
+    plan = plan_delete(doomed, _partial(scope), agent.rules, backed)
+    if plan.changes and not _rewritable(runtime, agent.collection_name):
+        plan = plan_delete(doomed, Partial(), agent.rules, backed)
+    return plan
+
+
 @contextmanager
 def replays_paused(client: redis.Redis) -> Iterator[None]:
     """Hold the dead-letter replay lock, so a replay cannot write a chunk this delete removes."""
@@ -215,9 +241,7 @@ def delete(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> DeleteRe
         # of what already left the buffers is refused meanwhile.
         deletes.tombstone(collection, _tombstones(forgotten.removed).items())
         doomed = _doomed_points(runtime, collection, scope)
-        plan = plan_delete(
-            doomed, _partial(scope), agent.rules, _buffer_backed(collection, forgotten)
-        )
+        plan = _plan(runtime, agent, doomed, scope, _buffer_backed(collection, forgotten))
         written = _apply(runtime, agent, plan, deletes, now_ms)
         deletes.invalidate([conversation for conversation, _, _ in forgotten.open], now_ms)
         kept, gone = _open_outcomes(collection, forgotten, plan)
@@ -275,7 +299,7 @@ def _apply(runtime: Runtime, agent: AgentConfig, plan: DeletePlan, deletes: Buff
 def preview(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> DeletePreview:
     """What `delete` would take from the collection now, changing nothing (a confirmation)."""
     doomed = _doomed_points(runtime, agent.collection_name, scope)
-    plan = plan_delete(doomed, _partial(scope), agent.rules, backed=set())
+    plan = _plan(runtime, agent, doomed, scope, backed=set())
     whole = {pid: payload for pid, payload in doomed.items() if pid in plan.whole}
     whole.update({c.point_id: doomed[c.point_id] for c in plan.changes if c.rewrite.empty})
     message_ids = {i for payload in whole.values() for i in message_ids_of(payload)}

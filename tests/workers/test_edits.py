@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import workers.flush
-from shared.errors import UpstreamUnavailable
+from shared.errors import ModelMismatch, UpstreamUnavailable
 from shared.format.fingerprint import text_fingerprint
 from shared.format.messages import Message
 from shared.format.naming import collection_name
@@ -28,7 +28,7 @@ from tests.support.buffer_save import IncomingMessage, buffer_save
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.flush_world import HALF, SOURCE, World, message
 from workers.edits import apply_edits
-from workers.flush import flush
+from workers.flush import FlushDeps, flush
 
 COLLECTION = collection_name("mythos")
 
@@ -130,3 +130,25 @@ def test_an_open_chunk_emptied_at_its_head_during_a_flush_that_writes_nothing_is
     stored = world.points(COLLECTION)
     assert old not in stored
     assert [payload["messageIdList"] for payload, _ in stored.values()] == [["B"]]
+
+
+def test_edits_wait_while_the_collection_has_another_model(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review: an edit queued before the model changed was embedded with the new model and
+    written into the collection of the old one (its vectors mixed). Its writes are held:
+    the edit waits, as a flush does, until the model fits again."""
+    pid = written_chunk(world)
+    edit(world, "A", "lighthouse " + HALF, 1)
+    monkeypatch.setattr(world.runtime.embedder, "model", "another-model")
+    held = FlushDeps.of(world.runtime)  # a process started with the new model
+    pending = PendingEdits(world.redis)
+    with pytest.raises(ModelMismatch):
+        apply_edits(COLLECTION, held, pending)
+    assert world.redis.hlen(keys.edits(COLLECTION)) == 1  # still waiting
+    assert "harbour" in world.points(COLLECTION)[pid][0]["text"]
+    assert world.redis.exists(keys.blocked(COLLECTION))  # /health says why
+    monkeypatch.undo()
+    report = apply_edits(COLLECTION, FlushDeps.of(world.runtime), pending)
+    assert (report.rewritten, report.left) == (1, 0)
+    assert "lighthouse" in world.points(COLLECTION)[pid][0]["text"]
