@@ -9,7 +9,8 @@ from dataclasses import replace
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import AgentDep, RuntimeDep, saver
@@ -47,13 +48,27 @@ MAX_EDIT_CHARS = 100_000
 Outcome = Literal["edited", "unchanged", "emptied", "stale"]
 
 
+def _at_most_edit_chars(text: str) -> str:
+    if len(text) > MAX_EDIT_CHARS:
+        raise PydanticCustomError(
+            "string_too_long",
+            "String should have at most {max_length} characters",
+            {"max_length": MAX_EDIT_CHARS},
+        )
+    return text
+
+
 class EditRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     source: Source | None = Field(
         None, description="The interface the message came through; the default source if left out."
     )
-    text: str = Field(max_length=MAX_EDIT_CHARS, description="The message's new text.")
+    # pydantic's own max_length refuses a lone surrogate, which a text keeps as U+FFFD (as on
+    # /save): the length is checked after parsing
+    text: Annotated[str, AfterValidator(_at_most_edit_chars)] = Field(
+        json_schema_extra={"maxLength": MAX_EDIT_CHARS}, description="The message's new text."
+    )
 
 
 class EditResponse(BaseModel):

@@ -323,3 +323,18 @@ def test_patch_of_an_unchanged_message_whose_mark_expired_writes_nothing(
     time.sleep(0.5)
     assert points(stack) == {pid: before} and embeddings.requests == []
     assert stack.runtime.redis.hlen(keys.edits(COLLECTION)) == 0
+
+
+def test_patch_cleans_a_lone_surrogate_as_save_does(stack: Stack) -> None:
+    """Review: /save turns a lone surrogate in a text into U+FFFD (README "Limits and
+    refusals": cleaned, never refused); PATCH refused the whole edit (422)."""
+    pid, _ = written_closed_chunk(stack)
+    body = b'{"text": "\\ud800 ' + BOAT.encode() + b'"}'
+    response = stack.client.patch("/agents/mythos/messages/m1", content=body,
+                                  headers={"content-type": "application/json"})  # fmt: skip
+    assert response.status_code == 200, response.text
+    assert response.json()["outcome"] == "edited"
+    wait_for(lambda: f"\ufffd {BOAT}" in points(stack)[pid]["text"])
+    too_long = stack.client.patch("/agents/mythos/messages/m1", json={"text": "x" * 100_001})
+    assert too_long.status_code == 422
+    assert too_long.json()["detail"] == "text: String should have at most 100000 characters"
