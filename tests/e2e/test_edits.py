@@ -360,3 +360,15 @@ def test_an_edit_of_a_dead_lettered_message_reaches_its_replay(
     wait_for(lambda: "m1" in holders(stack))
     [payload] = points(stack).values()
     assert "POISON" not in payload["text"] and "Zanzibar" in payload["text"]
+
+
+def test_patch_of_an_emptied_message_with_another_short_text_says_emptied(stack: Stack) -> None:
+    """Review: the save script answered `skipped` for it, which PATCH did not know: 500."""
+    written_closed_chunk(stack)
+    url = "/agents/mythos/messages/m1"
+    assert stack.client.patch(url, json={"text": "ok"}).json()["outcome"] == "emptied"
+    again = stack.client.patch(url, json={"text": "no"})
+    assert again.status_code == 200, again.text
+    assert again.json()["outcome"] == "emptied"
+    assert stack.client.patch(url, json={"text": "no"}).json()["outcome"] == "unchanged"
+    wait_for(lambda: "m1" not in holders(stack))

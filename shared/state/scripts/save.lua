@@ -193,6 +193,9 @@ for _, g in ipairs(plan.groups) do
         redis.call('SET', seen, mark(new_state, fp, where), 'PX', ttl_ms)
         count(outcome, short)
         if outcome == 'edited' and new_state == 'o' then outcome = 'emptied' end
+        -- too short and skipped: an emptied message stays out of its chunk; for any other
+        -- (a mark of older code, whose buffered message keeps its text) nothing changed
+        if outcome == 'skipped' then outcome = new_state == 'o' and 'emptied' or 'same' end
       end
     end
     if plan.edit_only then outcomes[#outcomes + 1] = outcome end
