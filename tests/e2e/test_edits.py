@@ -372,3 +372,20 @@ def test_patch_of_an_emptied_message_with_another_short_text_says_emptied(stack:
     assert again.json()["outcome"] == "emptied"
     assert stack.client.patch(url, json={"text": "no"}).json()["outcome"] == "unchanged"
     wait_for(lambda: "m1" not in holders(stack))
+
+
+def test_an_open_chunk_emptied_at_its_head_after_a_delete_leaves_no_old_point(
+    stack: Stack,
+) -> None:
+    """Review (a stress run): a delete of a message after the written part of the open chunk
+    set `written` to 0 and left the chunk's point stored; emptying its first message then did
+    not retire that point, which kept the emptied text and a second copy of m2."""
+    save(stack, msg("m1", "short one but kept", 1), msg("m2", "another kept line", 2))
+    stack.flush("mythos")  # the open chunk, written under m1's id and kept buffered
+    assert save(stack, msg("m3", "a third one, by user 3", 3, user="3"))["accepted"] == 1
+    response = stack.client.post("/agents/mythos/delete", json={"user_id": "3"})
+    assert response.status_code == 200, response.text
+    assert save(stack, msg("m1", "ok", 1))["edited"] == 1  # out of its chunk
+    stack.flush("mythos")
+    found = holders(stack)
+    assert "m1" not in found and "m3" not in found and len(found["m2"]) == 1

@@ -35,10 +35,10 @@ local function matches(raw)
   if mode == 'ids' then return m['i'] ~= nil and wanted[m['i']] == true end
   return m['u'] ~= nil and wanted[m['u']] == true
 end
--- An edit inside the written open chunk set `written` to 0 and left its point stored, under
--- the id of the first message (`head`, save.lua): that point is a copy of the buffer too.
+-- An edit or a delete may have set `written` to 0 and left the open chunk's point stored,
+-- under the id of its first message (`head`, commit.lua): that point is a copy of the buffer.
 local first = items[1] and record(items[1])['i']
-local stored = first ~= nil and redis.call('HGET', KEYS[1], 'head') == first
+local stored = written == 0 and first ~= nil and redis.call('HGET', KEYS[1], 'head') == first
 local removed, kept, chars, open = {}, {}, 0, ''
 for idx, raw in ipairs(items) do
   if matches(raw) then

@@ -81,8 +81,9 @@ local function edit_buffered(member, field, idx, raw, old, line, m, short, idle_
   end
   if idx <= written then
     -- The open chunk's stored point no longer matches the buffer: the flush writes it again.
-    -- Its id came from the first buffered message, which `head` remembers while `written` is
-    -- 0, so the point is still retired if that message leaves before then (forget.lua too).
+    -- Its id came from the first buffered message, which `head` names (commit.lua; set here
+    -- too for a chunk committed before it did), so the point is still retired if that
+    -- message leaves before then (forget.lua too).
     redis.call('HSET', meta, 'head', first_id(buf), 'written', 0)
   end
   if short then
