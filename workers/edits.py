@@ -83,7 +83,8 @@ def _plan(deps: FlushDeps, agent: AgentConfig, edits: list[PendingEdit]) -> _Pla
 
 def apply_edits(collection: str, deps: FlushDeps, pending: PendingEdits) -> EditReport:
     """Apply an agent's waiting edits to its written chunks. Raises UpstreamUnavailable when
-    the provider or Qdrant is down: the edits wait for the next try."""
+    the provider or Qdrant is down, DimensionMismatch or ModelMismatch when the collection
+    takes no writes of the configured model (held, as its flushes are): the edits wait."""
     report = EditReport()
     agent = _agent(deps, collection)
     edits = pending.pending(collection)
@@ -92,6 +93,7 @@ def apply_edits(collection: str, deps: FlushDeps, pending: PendingEdits) -> Edit
         report.left = pending.done(collection, edits)
         report.dropped = len(edits)
         return report
+    deps.collections.ensure(collection)  # never a vector of another size or model in it
     with rewrites_held(deps.buffers.redis, collection, wait_seconds=0) as got:
         if not got:
             report.left = len(edits)

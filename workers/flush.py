@@ -149,7 +149,7 @@ def _take_back(deps: FlushDeps, state: ConversationState, collection: str,
         deps.buffers.release(state.claim, retry_in=compute_backoff(1), failed=True)
         report.retried += 1  # given back to retry: counted like any other
         return False
-    deps.buffers.settle(state.claim)
+    deps.buffers.settle(state.claim, state.info.retire)
     state.took_back()
     return True
 

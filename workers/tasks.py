@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from celery import Celery, Task
 
-from shared.errors import UpstreamUnavailable
+from shared.errors import DimensionMismatch, ModelMismatch, UpstreamUnavailable
 from shared.ops import log_context, metrics
 from shared.state.buffers import Claim
 from shared.state.dead_letters import DeadLetters
@@ -18,6 +18,7 @@ from workers.backfill import agents_to_backfill, backfill
 from workers.contracts import BACKFILL_TASK, EDITS_TASK, FLUSH_TASK, REPLAY_TASK, FlushTask
 from workers.edits import apply_edits
 from workers.flush import flush
+from workers.isolation import BLOCKED_RETRY_SECONDS
 from workers.metrics import watched_flush
 from workers.replay import replay
 
@@ -83,10 +84,14 @@ def _register_edits(app: Celery, context: WorkerContext) -> None:
         with log_context.bound(task_id=self.request.id):
             try:
                 report = apply_edits(collection, deps, PendingEdits(client))
-            except UpstreamUnavailable as exc:
-                # tried again once the pause is over (the scheduler sees the key gone)
-                log.warning("edits of %s wait %ds: %s", collection, EDITS_RETRY_SECONDS, exc)
-                client.set(edits_queued(collection), 1, ex=EDITS_RETRY_SECONDS)
+            except (UpstreamUnavailable, DimensionMismatch, ModelMismatch) as exc:
+                # tried again once the pause is over (the scheduler sees the key gone); a
+                # collection of another model is looked at again every minute, as flushes do
+                pause = EDITS_RETRY_SECONDS
+                if not isinstance(exc, UpstreamUnavailable):
+                    pause = int(BLOCKED_RETRY_SECONDS)
+                log.warning("edits of %s wait %ds: %s", collection, pause, exc)
+                client.set(edits_queued(collection), 1, ex=pause)
                 return {"rewritten": 0, "left": -1}
         client.delete(edits_queued(collection))
         return {"rewritten": report.rewritten, "stale": report.stale, "left": report.left}

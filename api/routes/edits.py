@@ -5,14 +5,17 @@ message changed (the viewer, client/). It does what a re-send with the new text 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import AgentDep, RuntimeDep, saver
 from api.schemas import AGENT_ACCESS, Source, StorableMessageId, error_docs
+from shared.agents import AgentConfig
 from shared.errors import MessageDeleted, MessageNotFound
 from shared.format.chunking import is_storable
 from shared.format.fingerprint import text_fingerprint
@@ -45,13 +48,27 @@ MAX_EDIT_CHARS = 100_000
 Outcome = Literal["edited", "unchanged", "emptied", "stale"]
 
 
+def _at_most_edit_chars(text: str) -> str:
+    if len(text) > MAX_EDIT_CHARS:
+        raise PydanticCustomError(
+            "string_too_long",
+            "String should have at most {max_length} characters",
+            {"max_length": MAX_EDIT_CHARS},
+        )
+    return text
+
+
 class EditRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     source: Source | None = Field(
         None, description="The interface the message came through; the default source if left out."
     )
-    text: str = Field(max_length=MAX_EDIT_CHARS, description="The message's new text.")
+    # pydantic's own max_length refuses a lone surrogate, which a text keeps as U+FFFD (as on
+    # /save): the length is checked after parsing
+    text: Annotated[str, AfterValidator(_at_most_edit_chars)] = Field(
+        json_schema_extra={"maxLength": MAX_EDIT_CHARS}, description="The message's new text."
+    )
 
 
 class EditResponse(BaseModel):
@@ -86,19 +103,16 @@ async def edit_message(
     log_context.set_field("agent", agent.name)
     source = body.source or runtime.settings.default_source
     text = clean_text(body.text).strip()
-    batches = SaveBatches()
-    ref = ConversationRef(collection=agent.collection_name, source=source)
-    # only the text of this line is used (an edit keeps the first version's speaker and time)
-    line = stored_json(message_id, text, int(time.time() * 1000), "")
-    batches.batch(ref).append(message_id, line, fingerprint=text_fingerprint(text),
-                              short=not is_storable(text, agent.rules))  # fmt: skip
     conv = ConversationSettings(
         min_chars=agent.chunk_min_chars,
         gap_seconds=agent.chunk_gap_seconds,
         idle_seconds=idle_seconds(agent.idle_flush_seconds, idle_timer=True),
     )
     who = AgentRef(name=agent.name, collection=agent.collection_name)
-    counts = await saver(request).save(who, batches, conv, SaveMode(edit_only=True))
+    ref = ConversationRef(collection=agent.collection_name, source=source)
+    counts = await saver(request).save(
+        who, _edit(ref, message_id, text, agent), conv, SaveMode(edit_only=True)
+    )
     outcome = counts.outcomes[0]
     if outcome == "new":
         # No mark (never seen, or seen longer ago than the dedupe window): a chunk may hold it.
@@ -109,16 +123,31 @@ async def edit_message(
             raise MessageNotFound(
                 f"agent {agent.name!r} has no message {message_id!r} from {source!r}"
             )
-        if held == "stale":
-            return EditResponse(message_id=message_id, source=source, outcome="stale")
-        counts = await saver(request).save(
-            who, batches, conv, SaveMode(edit_only=True, stored=True)
-        )
-        outcome = counts.outcomes[0]
+        if held.context is None:
+            outcome, counts = "stale", SaveCounts(0, 0, stale=1)
+        elif held.fingerprint == text_fingerprint(text):
+            outcome, counts = "same", SaveCounts(0, 1)
+        else:
+            # the new mark names the message's own conversation (an emptied one returns there)
+            ref = replace(ref, conversation_id=held.context.conversation_id,
+                          channel_id=held.context.channel_id)  # fmt: skip
+            mode = SaveMode(edit_only=True, stored=True)
+            counts = await saver(request).save(who, _edit(ref, message_id, text, agent), conv, mode)
+            outcome = counts.outcomes[0]
     if outcome == "deleted":
         raise MessageDeleted(f"message {message_id!r} was deleted; it stays deleted")
     _count(request, agent.name, source, counts)
     return EditResponse(message_id=message_id, source=source, outcome=_OUTCOMES[outcome])
+
+
+def _edit(ref: ConversationRef, message_id: str, text: str, agent: AgentConfig) -> SaveBatches:
+    """The save script's batch for one edit; only the text of its line is used (an edit keeps
+    the first version's speaker and time)."""
+    batches = SaveBatches()
+    line = stored_json(message_id, text, int(time.time() * 1000), "")
+    batches.batch(ref).append(message_id, line, fingerprint=text_fingerprint(text),
+                              short=not is_storable(text, agent.rules))  # fmt: skip
+    return batches
 
 
 def _count(request: Request, agent: str, source: str, counts: SaveCounts) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import redis
 
 from shared.agents import AgentConfig
-from shared.errors import UpstreamUnavailable
+from shared.errors import DimensionMismatch, ModelMismatch, UpstreamUnavailable
 from shared.format.fields import CHANNEL_ID, CONVERSATION_ID, MESSAGE_ID_LIST, SOURCE, USER_ID_LIST
 from shared.format.naming import point_id
 from shared.format.payload import message_ids_of
@@ -25,11 +25,18 @@ from shared.memories.known_ids import LACKING_ID_LIST
 from shared.memories.rewrites import rewrite_chunks, rewrites_held
 from shared.runtime import Runtime
 from shared.state import keys
-from shared.state.buffer_deletes import BufferDeletes, BufferScope, Forgotten, Removed
+from shared.state.buffer_deletes import (
+    BufferDeletes,
+    BufferScope,
+    EmptiedScope,
+    Forgotten,
+    Removed,
+)
 from shared.state.conversations import ConversationRef, source_of
 from shared.state.dead_letters import DeadLetter
 from shared.state.lock import held
 from shared.store.filters import Filter, HasIds, Match
+from shared.store.rules import check_compatible
 
 REPLAY_WAIT_SECONDS = 10.0
 REPLAY_LOCK_MS = 120_000
@@ -111,6 +118,20 @@ def _buffer_scope(scope: DeleteScope) -> BufferScope:
     return BufferScope("all")
 
 
+def _emptied_scope(collection: str, scope: DeleteScope) -> EmptiedScope | None:
+    """The emptied messages a scope covers (a point's are not in it any more: None)."""
+    if scope.message_id is not None:
+        return EmptiedScope("ids", (scope.message_id,))
+    if scope.user_id is not None:
+        return EmptiedScope("user", (scope.user_id,))
+    if scope.source is None:
+        return None
+    if scope.conversation_id is None and scope.channel_id is None:
+        return EmptiedScope("source", source=scope.source)
+    ref = ConversationRef(collection, scope.source, scope.conversation_id, scope.channel_id)
+    return EmptiedScope("conversation", source=scope.source, conversation=ref.key)
+
+
 def _doomed_points(runtime: Runtime, collection: str, scope: DeleteScope) -> dict[str, dict]:
     store = runtime.store
     found = dict(store.scroll_payloads(collection, query_filter=point_filter(scope)))
@@ -128,6 +149,31 @@ def _ids_by_source(payloads: Iterable[dict]) -> dict[str, set[str]]:
         if "source" in payload:  # only memory-pool's own ids are dedupe keys
             by_source[str(payload["source"])].update(message_ids_of(payload))
     return by_source
+
+
+def _rewritable(runtime: Runtime, collection: str) -> bool:
+    """Whether chunks of the collection can be written again: only with vectors of its own
+    size and model (another one's writes are held, see /health)."""
+    state = runtime.store.collection(collection)
+    if state is None:
+        return False
+    embedder = runtime.embedder
+    try:
+        check_compatible(state, size=embedder.dimensions(), model=embedder.model)
+    except (DimensionMismatch, ModelMismatch):
+        return False
+    return True
+
+
+def _plan(runtime: Runtime, agent: AgentConfig, doomed: dict[str, dict], scope: DeleteScope,
+          backed: set[str]) -> DeletePlan:  # fmt: skip
+    """What the delete does to each chunk it found: a chunk that held a deleted message is
+    written again without it, unless the collection takes no writes now (then, like a chunk
+    that cannot be rebuilt, it goes whole with its other messages)."""
+    plan = plan_delete(doomed, _partial(scope), agent.rules, backed)
+    if plan.changes and not _rewritable(runtime, agent.collection_name):
+        plan = plan_delete(doomed, Partial(), agent.rules, backed)
+    return plan
 
 
 @contextmanager
@@ -183,6 +229,11 @@ def delete(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> DeleteRe
     now_ms = int(time.time() * 1000)
     collection = agent.collection_name
     with replays_paused(runtime.redis), _rewrites_paused(runtime.redis, collection):
+        # Emptied messages are in no chunk and no buffer: an edit back would store them. First,
+        # so one an edit brings back meanwhile is in its buffer for the next step.
+        emptied = _emptied_scope(collection, scope)
+        if emptied is not None:
+            deletes.forget_emptied(collection, emptied)
         forgotten = deletes.forget(
             _buffer_targets(runtime, agent, scope), _buffer_scope(scope), now_ms
         )
@@ -190,9 +241,7 @@ def delete(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> DeleteRe
         # of what already left the buffers is refused meanwhile.
         deletes.tombstone(collection, _tombstones(forgotten.removed).items())
         doomed = _doomed_points(runtime, collection, scope)
-        plan = plan_delete(
-            doomed, _partial(scope), agent.rules, _buffer_backed(collection, forgotten)
-        )
+        plan = _plan(runtime, agent, doomed, scope, _buffer_backed(collection, forgotten))
         written = _apply(runtime, agent, plan, deletes, now_ms)
         deletes.invalidate([conversation for conversation, _, _ in forgotten.open], now_ms)
         kept, gone = _open_outcomes(collection, forgotten, plan)
@@ -250,7 +299,7 @@ def _apply(runtime: Runtime, agent: AgentConfig, plan: DeletePlan, deletes: Buff
 def preview(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> DeletePreview:
     """What `delete` would take from the collection now, changing nothing (a confirmation)."""
     doomed = _doomed_points(runtime, agent.collection_name, scope)
-    plan = plan_delete(doomed, _partial(scope), agent.rules, backed=set())
+    plan = _plan(runtime, agent, doomed, scope, backed=set())
     whole = {pid: payload for pid, payload in doomed.items() if pid in plan.whole}
     whole.update({c.point_id: doomed[c.point_id] for c in plan.changes if c.rewrite.empty})
     message_ids = {i for payload in whole.values() for i in message_ids_of(payload)}

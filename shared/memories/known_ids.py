@@ -9,7 +9,7 @@ from typing import Any
 
 from shared.format.fields import MESSAGE_ID_LIST, SOURCE
 from shared.format.fingerprint import text_fingerprint
-from shared.format.payload import message_ids_of, messages_of
+from shared.format.payload import ChunkContext, context_of, message_ids_of, messages_of
 from shared.store.filters import Filter, IsEmpty, Match, MatchAny
 from shared.store.interface import Store
 
@@ -53,19 +53,34 @@ def known_ids(store: Store, collection: str, wanted: Collection[str]) -> set[str
     return known_messages(store, collection, wanted).ids
 
 
-def holding(store: Store, collection: str, source: str, message_id: str) -> str | None:
-    """Whether a written chunk holds the message: "rebuildable" (memory-pool's, with its
-    messages), "stale" (one that cannot be rebuilt: older, or st-qdrant-memory's), or None."""
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A written chunk holding a message. One that can be rebuilt (memory-pool's, with its
+    messages) says where its conversation happened and the fingerprint of the message's
+    stored text; one that cannot (older, or st-qdrant-memory's) says neither."""
+
+    context: ChunkContext | None = None
+    fingerprint: str | None = None
+
+    @property
+    def rebuildable(self) -> bool:
+        return self.context is not None
+
+
+def holding(store: Store, collection: str, source: str, message_id: str) -> Held | None:
+    """The written chunk that holds the message, or None."""
     if store.collection(collection) is None:
         return None
     mine = Filter(must=(MatchAny(MESSAGE_ID_LIST, (message_id,)), Match(SOURCE, source)))
     found = list(store.scroll_payloads(collection, query_filter=mine))
-    if any(messages_of(payload) is not None for _, payload in found):
-        return "rebuildable"
+    for _, payload in found:
+        prints = _fingerprints(payload, {message_id})
+        if message_id in prints:
+            return Held(context_of(payload), prints[message_id])
     if found:
-        return "stale"
+        return Held()
     # st-qdrant-memory's points have no source: any of them holding the id holds this message
     for _, payload in store.scroll_payloads(collection, query_filter=LACKING_ID_LIST):
         if message_id in message_ids_of(payload):
-            return "stale"
+            return Held()
     return None

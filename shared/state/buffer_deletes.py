@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import redis
 
 from shared.state import keys
-from shared.state.scripts import SOURCES
+from shared.state.scripts import SOURCES, named
 from shared.state.text import as_text
 
 # (conversation, message id) of a removed buffered message; the id is None for a record no
@@ -22,6 +22,9 @@ Removed = tuple[str, str | None]
 # written anew from what is left (it is `open` in the result).
 _FORGET = SOURCES["forget"]
 _INVALIDATE = SOURCES["invalidate"]
+# Messages an edit took out of their chunks wait in the agent's emptied hash, in no chunk and
+# no buffer: a delete takes those of its scope out and tombstones them in one step.
+_FORGET_EMPTIED = SOURCES["forget_emptied"]
 
 
 @dataclass
@@ -44,11 +47,23 @@ class BufferScope:
     values: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class EmptiedScope:
+    """Which emptied messages of an agent a delete takes: these ids (any source), this user's,
+    a source's, or one conversation's (its key)."""
+
+    mode: str  # "ids" | "user" | "source" | "conversation"
+    values: tuple[str, ...] = ()
+    source: str = ""
+    conversation: str = ""
+
+
 class BufferDeletes:
     def __init__(self, client: redis.Redis) -> None:
         self.redis = client
         self._forget = client.register_script(_FORGET)
         self._invalidate = client.register_script(_INVALIDATE)
+        self._forget_emptied = client.register_script(_FORGET_EMPTIED)
 
     def forget(self, conversations: Iterable[str], scope: BufferScope, now_ms: int) -> Forgotten:
         """Remove matching buffered messages from each conversation; returns what was removed."""
@@ -70,6 +85,14 @@ class BufferDeletes:
         counts as written (a flush that wrote one meanwhile takes it back), each is due again."""
         for conversation in conversations:
             self._invalidate(keys=self._keys(conversation), args=[conversation, now_ms])
+
+    def forget_emptied(self, collection: str, scope: EmptiedScope) -> int:
+        """Tombstone the emptied messages in scope (an edit back would store them again);
+        returns how many."""
+        args = {"mode": scope.mode, "values": list(scope.values),
+                "source": keys.part(scope.source), "conversation": scope.conversation,
+                "seen_prefix": keys.seen_prefix(collection)}  # fmt: skip
+        return len(self._forget_emptied(keys=[keys.emptied(collection)], args=[named(args)]))
 
     @staticmethod
     def _keys(conversation: str) -> list[str]:

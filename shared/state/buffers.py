@@ -318,11 +318,13 @@ class Buffers:
                 "inflight": json.dumps(list(writing)) if writing else ""}  # fmt: skip
         return LeaseCheck(int(self._renew(keys=[lease, meta, keys.DUE], args=[named(args)])))
 
-    def settle(self, claim: Claim) -> bool:
-        """The points of an unfinished flush are taken back: forget them, and that the open
-        chunk was stored (its point may have been one of them)."""
+    def settle(self, claim: Claim, retired: str | None = None) -> bool:
+        """The points of an unfinished flush are taken back (and the open chunk's point an edit
+        asked to retire, `retired`): forget them, and that the open chunk was stored (its point
+        may have been one of them)."""
         lease, meta, _ = self._conv_keys(claim.conversation)
-        return int(self._settle(keys=[lease, meta], args=[named({"token": claim.token})])) == 1
+        args = named({"token": claim.token, "retire": retired or ""})
+        return int(self._settle(keys=[lease, meta], args=[args])) == 1
 
     def commit(self, state: ConversationState, commit: Commit) -> CommitOutcome:
         """Apply a flush, atomically, if the lease still holds and no delete ran meanwhile."""

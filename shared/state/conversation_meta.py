@@ -29,6 +29,10 @@ class Field(enum.StrEnum):
     # the first message id of a written open chunk an edit took that message out of: its point
     # (whose id came from it) is deleted by the next flush, which writes the chunk anew
     RETIRE = "retire"
+    # the first message id of the last open chunk written (its point's id came from it): that
+    # point may stay stored after an edit or a delete set `written` to 0, until the next flush
+    # rewrites it, and is retired if the message leaves (only the Lua scripts read it)
+    HEAD = "head"
     GEN = "gen"  # bumped by every delete that touches the conversation
     FORCE = "force"  # pending force-flush requests
     ATTEMPTS = "attempts"  # failed flush attempts (back-off)

@@ -5,6 +5,7 @@ whole, as before."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,8 @@ from shared.format.fields import CHUNK_MESSAGES
 from shared.store.interface import PointToWrite
 from tests.e2e.test_edits import CLOCK, COLLECTION, RAIN, holders, lexical, msg, points, save
 from tests.support.embedding_server import EmbeddingServer
-from tests.support.stack import Stack
+from tests.support.qdrant_server import QdrantTestServer
+from tests.support.stack import Stack, running_stack, stack_settings
 from tests.support.store_stacks import stack_on
 from tests.support.stores import KINDS
 
@@ -23,14 +25,16 @@ from tests.support.stores import KINDS
 SNOW = "Snowdrops came up along the garden wall before anyone expected them, " * 5 + "truly"
 
 
+AGENTS = Agents([AgentConfig(name="mythos", self_speaker="Mythos", idle_flush_seconds=60,
+                             chunk_max_chars=1200, chunk_min_chars=900)],
+                accept_unlisted=False)  # fmt: skip
+
+
 @pytest.fixture(params=KINDS)
 def stack(
     request: pytest.FixtureRequest, redis_url: str, embeddings: EmbeddingServer, tmp_path: Path
 ) -> Iterator[Stack]:
-    agents = Agents([AgentConfig(name="mythos", self_speaker="Mythos", idle_flush_seconds=60,
-                                 chunk_max_chars=1200, chunk_min_chars=900)],
-                    accept_unlisted=False)  # fmt: skip
-    with stack_on(request.param, redis_url, embeddings.url, tmp_path, agents) as running:
+    with stack_on(request.param, redis_url, embeddings.url, tmp_path, AGENTS) as running:
         yield running
 
 
@@ -111,3 +115,47 @@ def test_a_preview_says_what_would_be_rewritten(stack: Stack) -> None:
     response = stack.client.post("/agents/mythos/delete/preview", json={"message_id": "m2"})
     assert response.json() == {"points": 0, "message_ids": 1, "points_without_source": 0,
                                "points_rewritten": 1}  # fmt: skip
+
+
+def test_a_delete_after_an_edit_of_a_written_open_chunk_keeps_no_old_text(stack: Stack) -> None:
+    """Review: the edit reset `written`, so the delete took the open chunk's point for a closed
+    one and wrote it again from its stale copy (m2's text before the edit) under m2's id."""
+    save(stack, msg("m1", "short one but kept", 1), msg("m2", "another kept line", 2))
+    stack.flush("mythos")  # the open chunk, written under m1's id and kept buffered
+    assert save(stack, msg("m2", "another line, edited", 2))["edited"] == 1
+    delete(stack, {"message_id": "m1"})
+    assert all("another kept line" not in p["text"] for p in points(stack).values())
+    stack.flush("mythos")
+    [payload] = points(stack).values()
+    assert payload["messageIdList"] == ["m2"]
+    assert payload["text"].endswith("user1: another line, edited")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    "changed", [{"EMBEDDING_DIMENSIONS": 64}, {"EMBEDDING_MODEL": "another-model"}]
+)
+def test_a_delete_on_an_agent_whose_writes_are_held_takes_the_chunk_whole(
+    kind: str,
+    changed: dict[str, Any],
+    redis_url: str,
+    embeddings: EmbeddingServer,
+    tmp_path: Path,
+) -> None:
+    """Review: the chunk-mates were embedded with the configured model and written into a
+    collection of another size (refused: 400, and the deleted message stayed stored) or of
+    another model (its vectors silently mixed). Writes to such a collection are held; a
+    delete takes the chunk whole, as it takes one that cannot be rebuilt."""
+    with ExitStack() as stacked:
+        extra: dict[str, Any] = {}
+        if kind == "server":  # one Qdrant server for both deployments
+            extra["QDRANT_URL"] = stacked.enter_context(QdrantTestServer(tmp_path / "q")).url
+        with running_stack(stack_settings(redis_url, embeddings.url, tmp_path, **extra),
+                           AGENTS) as before:  # fmt: skip
+            three_in_one_chunk(before)
+        settings = stack_settings(redis_url, embeddings.url, tmp_path, **extra, **changed)
+        with running_stack(settings, AGENTS) as held:
+            result = delete(held, {"message_id": "m2"})
+            assert (result["deleted_points"], result["rewritten_points"]) == (1, 0)
+            assert points(held) == {}  # nothing written by a model it was not made with
+            assert save(held, msg("m1", CLOCK, 1))["duplicates"] == 1  # tombstoned, as before

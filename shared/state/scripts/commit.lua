@@ -31,6 +31,15 @@ if a.consumed > 0 then
 end
 for d = 2, #ARGV do redis.call('RPUSH', KEYS[5], ARGV[d]) end
 redis.call('HSET', KEYS[2], 'written', written)
+if written > 0 then
+  -- The open chunk's point is stored under its first message's id: `head` keeps it, so it is
+  -- still retired when that message leaves after an edit, a delete or a take-back set
+  -- `written` to 0 and left the point stored (save.lua, forget.lua).
+  local ok, first = pcall(cjson.decode, redis.call('LINDEX', KEYS[3], 0) or '')
+  if ok and type(first) == 'table' and type(first.i) == 'string' then
+    redis.call('HSET', KEYS[2], 'head', first.i)
+  end
+end
 redis.call('HDEL', KEYS[2], 'attempts', 'inflight', 'retry_at', 'failures')
 -- Only the force requests this flush saw are met; one made while it ran still stands.
 local force = tonumber(redis.call('HGET', KEYS[2], 'force') or '0')

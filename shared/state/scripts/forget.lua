@@ -12,10 +12,11 @@
 -- ARGV[4..] the ids the mode matches
 --
 -- Returns {removed, open, inflight, left}: the removed messages' stored JSON (empty: nothing
--- matched, nothing changed); when a removed one was in the written open chunk, the id of that
--- chunk's first message (its point's id came from it: the caller deletes that point, the next
--- flush writes the chunk anew), else ''; the points a flush wrote without committing (JSON),
--- or ''; how many messages are left in the buffer.
+-- matched, nothing changed); when a removed one was in the written open chunk (or that chunk's
+-- point is stored and stale, `head`), the id of that chunk's first message (its point's id
+-- came from it: the caller deletes that point, the next flush writes the chunk anew), else '';
+-- the points a flush wrote without committing (JSON), or ''; how many messages are left in the
+-- buffer.
 local mode, member, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local wanted = {}
 for i = 4, #ARGV do wanted[ARGV[i]] = true end
@@ -34,11 +35,15 @@ local function matches(raw)
   if mode == 'ids' then return m['i'] ~= nil and wanted[m['i']] == true end
   return m['u'] ~= nil and wanted[m['u']] == true
 end
+-- An edit or a delete may have set `written` to 0 and left the open chunk's point stored,
+-- under the id of its first message (`head`, commit.lua): that point is a copy of the buffer.
+local first = items[1] and record(items[1])['i']
+local stored = written == 0 and first ~= nil and redis.call('HGET', KEYS[1], 'head') == first
 local removed, kept, chars, open = {}, {}, 0, ''
 for idx, raw in ipairs(items) do
   if matches(raw) then
     table.insert(removed, raw)
-    if idx <= written then open = record(items[1])['i'] or '' end
+    if idx <= written or stored then open = first or '' end
   else
     table.insert(kept, raw)
     chars = chars + (tonumber(record(raw)['z']) or 0)

@@ -35,6 +35,15 @@ local function find(buf, id)
   end
 end
 
+-- the id of a buffer's first message ('' when there is none or it cannot be read)
+local function first_id(buf)
+  local raw = redis.call('LINDEX', buf, 0)
+  if not raw then return '' end
+  local ok, m = pcall(cjson.decode, raw)
+  if ok and type(m) == 'table' and type(m.i) == 'string' then return m.i end
+  return ''
+end
+
 -- A conversation with new or changed messages is flushed when a chunk may close (now), else
 -- once it has gone quiet; a quarantined one waits for its release, a backing-off one keeps
 -- its retry time.

@@ -74,20 +74,31 @@ local function edit_buffered(member, field, idx, raw, old, line, m, short, idle_
   local meta, buf = plan.meta_prefix .. member, plan.buf_prefix .. member
   local written = tonumber(redis.call('HGET', meta, 'written') or '0')
   local old_z, state = tonumber(old.z) or 0, 'b'
+  local edited_raw, z
+  if not short then
+    edited_raw, z = with_text(raw, old, line, m)
+    if not edited_raw then return nil end
+  end
+  if idx <= written then
+    -- The open chunk's stored point no longer matches the buffer: the flush writes it again.
+    -- Its id came from the first buffered message, which `head` names (commit.lua; set here
+    -- too for a chunk committed before it did), so the point is still retired if that
+    -- message leaves before then (forget.lua too).
+    redis.call('HSET', meta, 'head', first_id(buf), 'written', 0)
+  end
   if short then
     redis.call('LSET', buf, idx - 1, '\0emptied')
     redis.call('LREM', buf, 1, '\0emptied')
     redis.call('HINCRBY', meta, 'chars', -old_z)
     redis.call('HSET', emptied, field, raw)
-    if idx == 1 and written > 0 then redis.call('HSET', meta, 'retire', old.i) end
+    if idx == 1 and redis.call('HGET', meta, 'head') == old.i then
+      redis.call('HSET', meta, 'retire', old.i)
+    end
     state = 'o'
   else
-    local edited_raw, z = with_text(raw, old, line, m)
-    if not edited_raw then return nil end
     redis.call('LSET', buf, idx - 1, edited_raw)
     redis.call('HINCRBY', meta, 'chars', z - old_z)
   end
-  if idx <= written then redis.call('HSET', meta, 'written', 0) end
   redis.call('HINCRBY', meta, 'gen', 1)
   redis.call('HSET', meta, 'last', now)
   local size = tonumber(redis.call('HGET', meta, 'chars') or '0')
@@ -183,6 +194,9 @@ for _, g in ipairs(plan.groups) do
         redis.call('SET', seen, mark(new_state, fp, where), 'PX', ttl_ms)
         count(outcome, short)
         if outcome == 'edited' and new_state == 'o' then outcome = 'emptied' end
+        -- too short and skipped: an emptied message stays out of its chunk; for any other
+        -- (a mark of older code, whose buffered message keeps its text) nothing changed
+        if outcome == 'skipped' then outcome = new_state == 'o' and 'emptied' or 'same' end
       end
     end
     if plan.edit_only then outcomes[#outcomes + 1] = outcome end
