@@ -389,3 +389,16 @@ def test_an_open_chunk_emptied_at_its_head_after_a_delete_leaves_no_old_point(
     stack.flush("mythos")
     found = holders(stack)
     assert "m1" not in found and "m3" not in found and len(found["m2"]) == 1
+
+
+def test_patch_reaches_a_message_id_with_a_slash(stack: Stack) -> None:
+    """Review: ids may hold "/" (an imported chat's `<character>_<ms>_<index>`, "AC/DC"); its
+    escape %2F is decoded before routing, and the PATCH found no endpoint (404 not_found)."""
+    save(stack, msg("AC/DC_1_2", RAIN, 3))
+    stack.flush("mythos")
+    response = stack.client.patch("/agents/mythos/messages/AC%2FDC_1_2", json={"text": BOAT})
+    assert response.status_code == 200, response.text
+    assert response.json() == {"message_id": "AC/DC_1_2", "source": "discord",
+                               "outcome": "edited"}  # fmt: skip
+    stack.flush("mythos")  # its open chunk
+    assert "Zanzibar" in points(stack)[holders(stack)["AC/DC_1_2"][0]]["text"]
