@@ -88,7 +88,10 @@ _OUTCOMES: dict[str, Outcome] = {
 }  # fmt: skip
 
 
-@router.patch("/agents/{bot}/messages/{message_id}", response_model=EditResponse, responses=ERRORS)
+# `:path`: a message id may hold "/" (its %2F is decoded before routing)
+@router.patch(
+    "/agents/{bot}/messages/{message_id:path}", response_model=EditResponse, responses=ERRORS
+)
 async def edit_message(
     message_id: Annotated[StorableMessageId, Path(description="The platform message id.")],
     body: EditRequest,

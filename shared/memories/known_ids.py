@@ -62,10 +62,6 @@ class Held:
     context: ChunkContext | None = None
     fingerprint: str | None = None
 
-    @property
-    def rebuildable(self) -> bool:
-        return self.context is not None
-
 
 def holding(store: Store, collection: str, source: str, message_id: str) -> Held | None:
     """The written chunk that holds the message, or None."""
