@@ -1,9 +1,11 @@
 """Load generator in its own process: `python -m bench.loadgen`, driven by JSON lines on stdin.
 
 Commands: {"cmd": "warm", "url"} sends every channel's first full window to /save;
-{"cmd": "http", "url", "path", "requests", "concurrency"} replays Discord turns;
+{"cmd": "http", "url", "path", "requests", "concurrency"} replays Discord turns, with "edits": K
+of each turn's known messages re-sent with another text;
 {"cmd": "send_task", "broker", "messages"} is the naive producer: one Celery task per message.
-Each answers one JSON line on stdout. The traffic state lives on across commands.
+Each answers one JSON line on stdout. The traffic state lives on across commands, one per
+"stream" (default: the path), made with the command's "seed" and "prefix" when given.
 """
 
 from __future__ import annotations
@@ -22,14 +24,13 @@ from bench.traffic import DiscordTraffic
 async def _post_all(url: str, bodies: list[bytes], concurrency: int) -> dict[str, Any]:
     latencies: list[float] = []
     statuses: dict[str, int] = {}
-    accepted = 0
+    counts = {"accepted": 0, "edited": 0, "stale": 0}
     queue = iter(range(len(bodies)))
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     headers = {"content-type": "application/json"}
     async with httpx.AsyncClient(limits=limits, timeout=30, trust_env=False) as client:
 
         async def worker() -> None:
-            nonlocal accepted
             for i in queue:
                 started = time.perf_counter()
                 response = await client.post(url, content=bodies[i], headers=headers)
@@ -37,7 +38,9 @@ async def _post_all(url: str, bodies: list[bytes], concurrency: int) -> dict[str
                 key = str(response.status_code)
                 statuses[key] = statuses.get(key, 0) + 1
                 if response.status_code == 202:
-                    accepted += int(response.json().get("accepted", 0))
+                    answer = response.json()
+                    for name in counts:  # edited and stale are left out when 0
+                        counts[name] += int(answer.get(name, 0))
 
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
@@ -46,16 +49,17 @@ async def _post_all(url: str, bodies: list[bytes], concurrency: int) -> dict[str
         "elapsed": elapsed,
         "latencies_ms": latencies,
         "statuses": statuses,
-        "accepted": accepted,
+        **counts,
     }
 
 
 def http(traffic: DiscordTraffic, cmd: dict[str, Any]) -> dict[str, Any]:
-    turns = [traffic.turn() for _ in range(cmd["requests"])]
-    bodies = [json.dumps(body).encode() for body, _ in turns]
+    turns = [traffic.turn(cmd.get("edits", 0)) for _ in range(cmd["requests"])]
+    bodies = [json.dumps(turn.body).encode() for turn in turns]
     result = asyncio.run(_post_all(cmd["url"] + cmd["path"], bodies, cmd["concurrency"]))
-    result["new"] = sum(new for _, new in turns)
-    result["messages"] = sum(len(body["messages"]) for body, _ in turns)
+    result["new"] = sum(turn.new for turn in turns)
+    result["edits"] = sum(turn.edited for turn in turns)
+    result["messages"] = sum(len(turn.body["messages"]) for turn in turns)
     return result
 
 
@@ -90,8 +94,13 @@ def main() -> int:
         if not line.strip():
             continue
         cmd = json.loads(line)
-        key = cmd.get("path", "/save") if cmd["cmd"] != "send_task" else "task"
-        traffic = traffics.setdefault(key, DiscordTraffic(seed=len(traffics) + 1))
+        key = cmd.get("stream") or (
+            cmd.get("path", "/save") if cmd["cmd"] != "send_task" else "task"
+        )
+        if key not in traffics:
+            seed, prefix = cmd.get("seed", len(traffics) + 1), cmd.get("prefix", "bench")
+            traffics[key] = DiscordTraffic(seed=seed, prefix=prefix)
+        traffic = traffics[key]
         result = commands[cmd["cmd"]](traffic, cmd)
         print(json.dumps(result), flush=True)
     return 0
