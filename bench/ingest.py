@@ -1,6 +1,12 @@
 """Ingest acceptance: Discord-plugin traffic against /save, next to /noop and the naive design.
 
 Run: .venv/bin/python -m bench.ingest [--quick] [--profile] [--metrics-cost]
+         [--edits-per-turn K] [--compare-edits]
+
+--edits-per-turn K re-sends K of each /save turn's known messages with another text (a user
+edited them; no worker runs, so each is still buffered), and checks that /save counts each one
+edited. --compare-edits adds a row, in every round, of /save with the same traffic (same seed,
+its own agents) and no edits: the cost of K edits per turn, in one run.
 
 --metrics-cost adds two twin API processes on the same Redis that only take /save, one with
 metrics on (scraped every --scrape-every seconds: 15, as the committed Prometheus config does)
@@ -15,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +38,7 @@ from tests.support.redis_server import free_port
 PATHS = ("/noop", "/save", "/naive")
 METRICS_ON = "/save (twin, metrics on)"
 METRICS_OFF = "/save (twin, metrics off)"
+NO_EDITS = "/save (same traffic, no edits)"
 SCRAPE_EVERY_S = 15.0  # monitoring/prometheus/prometheus.yml's interval
 
 
@@ -66,14 +74,23 @@ class LoadGen:
             self.popen.wait()
 
 
-Target = tuple[Proc, str, str]  # the API process, its URL, the path
+@dataclass(frozen=True)
+class Target:
+    """Where a row's requests go, and the load generator's traffic for it."""
+
+    proc: Proc
+    url: str
+    path: str
+    traffic: dict[str, Any]  # stream (default: the path's), seed, prefix, edits per turn
 
 
 def _one(stack: Stack, gen: LoadGen, target: Target, requests: int, conc: int) -> dict[str, Any]:
-    proc, url, path = target
-    api, redis_pid = proc.pid, stack.redis_pid()
+    path = target.path
+    api, redis_pid = target.proc.pid, stack.redis_pid()
     cpu0 = cpu_seconds(api), cpu_seconds(redis_pid)
-    result = gen.run(cmd="http", url=url, path=path, requests=requests, concurrency=conc)
+    result = gen.run(
+        cmd="http", url=target.url, path=path, requests=requests, concurrency=conc, **target.traffic
+    )
     cpu1 = cpu_seconds(api), cpu_seconds(redis_pid)
     lat = result["latencies_ms"]
     bad = {k: v for k, v in result["statuses"].items() if k != "202"}
@@ -91,6 +108,9 @@ def _one(stack: Stack, gen: LoadGen, target: Target, requests: int, conc: int) -
         "redis_ms": (cpu1[1] - cpu0[1]) / requests * 1000,
         "accepted": result["accepted"],
         "sent_new": result["new"],
+        "edited": result["edited"],
+        "stale": result["stale"],
+        "sent_edits": result["edits"],
     }
 
 
@@ -106,7 +126,7 @@ def _start_twin(stack: Stack, metrics: bool) -> Target:
     stack.procs.append(proc)
     url = f"http://127.0.0.1:{port}"
     proc.wait_http(f"{url}/openapi.json")
-    return proc, url, "/save"
+    return Target(proc, url, "/save", {})
 
 
 def _scrape_forever(url: str, every: float, stop: threading.Event) -> None:
@@ -130,11 +150,17 @@ def _profile(stack: Stack, gen: LoadGen, requests: int, conc: int, out: Path) ->
 
 def _targets(stack: Stack, args: argparse.Namespace, stop: threading.Event) -> dict[str, Target]:
     api = stack.start_api(module="bench.noop_app")
-    targets = {path: (api, stack.api_url, path) for path in PATHS}
+    targets = {path: Target(api, stack.api_url, path, {}) for path in PATHS}
+    if args.edits_per_turn:
+        targets["/save"] = Target(api, stack.api_url, "/save", {"edits": args.edits_per_turn})
+    if args.compare_edits:
+        # The /save stream's seed (the first stream made: 1) under other agent names.
+        same = {"stream": NO_EDITS, "seed": 1, "prefix": "plain"}
+        targets[NO_EDITS] = Target(api, stack.api_url, "/save", same)
     if args.metrics_cost:
         targets[METRICS_ON] = _start_twin(stack, metrics=True)
         targets[METRICS_OFF] = _start_twin(stack, metrics=False)
-        scrape = (targets[METRICS_ON][1], args.scrape_every, stop)
+        scrape = (targets[METRICS_ON].url, args.scrape_every, stop)
         threading.Thread(target=_scrape_forever, args=scrape, daemon=True).start()
     return targets
 
@@ -148,8 +174,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--metrics-cost", action="store_true", help="twins: metrics on vs off")
     parser.add_argument("--scrape-every", type=float, default=SCRAPE_EVERY_S, help="seconds")
+    parser.add_argument(
+        "--edits-per-turn", type=int, default=0, metavar="K", help="known messages edited per turn"
+    )
+    parser.add_argument(
+        "--compare-edits", action="store_true", help="also /save with the same traffic unedited"
+    )
     args = parser.parse_args(argv)
-    paths = (*PATHS, METRICS_ON, METRICS_OFF) if args.metrics_cost else PATHS
+    if not 0 <= args.edits_per_turn <= 28:
+        parser.error("--edits-per-turn: 0 to 28 (a turn re-sends 28-29 known messages)")
+    paths = _paths(args)
     rounds = args.rounds or (2 if args.quick else 5)
     requests = args.requests or (300 if args.quick else 2000)
     task_msgs = 1000 if args.quick else 5000
@@ -165,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
         gen = LoadGen()
         try:
             gen.run(cmd="warm", url=stack.api_url)
+            if NO_EDITS in targets:
+                gen.run(cmd="warm", url=stack.api_url, **targets[NO_EDITS].traffic)
             for n in range(rounds):
                 # Alternate the order so neither API always runs on a warmer machine.
                 for path in paths if n % 2 == 0 else paths[::-1]:
@@ -178,18 +214,30 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             stop_scraping.set()
             gen.close()
-    _report(results, loop_rates, rounds, requests, args.concurrency, profile_text)
+    shape = (rounds, requests, args.concurrency)
+    _report(results, loop_rates, shape, args.edits_per_turn, profile_text)
+    _report_edits(results, args.edits_per_turn)
     return 0
+
+
+def _paths(args: argparse.Namespace) -> tuple[str, ...]:
+    """The rows, in a round's order: the edit comparison's two next to each other."""
+    paths: tuple[str, ...] = ("/noop", "/save", NO_EDITS, "/naive")
+    if not args.compare_edits:
+        paths = PATHS
+    if args.metrics_cost:
+        paths = (*paths, METRICS_ON, METRICS_OFF)
+    return paths
 
 
 def _report(
     results: dict[str, list[dict[str, Any]]],
     loop_rates: list[float],
-    rounds: int,
-    requests: int,
-    conc: int,
+    shape: tuple[int, int, int],
+    edits: int,
     profile_text: str,
 ) -> None:
+    rounds, requests, conc = shape  # rounds, requests per endpoint and round, connections
     noop_rps = median([r["rps"] for r in results["/noop"]])
     rows = []
     for path in results:
@@ -197,7 +245,7 @@ def _report(
         m = {k: median([r[k] for r in rs]) for k in rs[0]}
         rows.append(
             [
-                f"POST {path}",
+                f"POST {path}" + (f", {edits} of 30 edited" if edits and path == "/save" else ""),
                 m["rps"],
                 m["msgs"],
                 m["new"],
@@ -209,7 +257,10 @@ def _report(
             ]
         )
     loop = median(loop_rates)
-    rows.insert(3, ["send_task loop (1/msg)", loop / 30, loop, loop / 30 * 1.5] + [""] * 5)
+    after_naive = list(results).index("/naive") + 1
+    rows.insert(
+        after_naive, ["send_task loop (1/msg)", loop / 30, loop, loop / 30 * 1.5] + [""] * 5
+    )
     print()
     print(
         f"Ingest: {rounds} rounds x {requests} requests per endpoint, {conc} connections, "
@@ -250,6 +301,41 @@ def _report(
         print(f"metrics: /save req/s with metrics on / off = {ratio(on, off):.3f} (same run)")
     if profile_text:
         print("\nprofile of the API process during /save (py-spy):\n" + profile_text)
+
+
+def _report_edits(results: dict[str, list[dict[str, Any]]], edits: int) -> None:
+    """The edits' check (each one counted edited, none stale) and, with --compare-edits, /save
+    with and without them: medians, their ratio, and the median of the rounds' ratios."""
+    for path, rs in results.items():
+        sent, edited = sum(r["sent_edits"] for r in rs), sum(r["edited"] for r in rs)
+        stale = sum(r["stale"] for r in rs)
+        if not sent and not edited and not stale:
+            continue
+        note = "" if edited == sent and not stale else "  <-- NOT EVERY EDIT WAS COUNTED AS ONE"
+        print(f"edits, {path}: {edited} of {sent} edits sent counted edited, {stale} stale{note}")
+        if note:
+            print(f"warning: {path}: {edited} edited and {stale} stale of {sent}", file=sys.stderr)
+    if NO_EDITS not in results:
+        return
+    with_, without = results["/save"], results[NO_EDITS]
+    accepted, sent_new = sum(r["accepted"] for r in without), sum(r["sent_new"] for r in without)
+    print(f"edits: accepted {accepted} of {sent_new} new messages sent to {NO_EDITS}")
+    for key, what in (
+        ("rps", "req/s"),
+        ("api_ms", "API CPU ms/req"),
+        ("redis_ms", "Redis CPU ms/req"),
+    ):
+        a, b = [r[key] for r in with_], [r[key] for r in without]
+        paired = median([ratio(x, y) for x, y in zip(a, b, strict=True)])
+        print(
+            f"edits: /save {what} with {edits} of 30 edited / without = "
+            f"{ratio(median(a), median(b)):.3f} (medians {median(a):.2f} / {median(b):.2f}; "
+            f"median of the rounds' ratios {paired:.3f})"
+        )
+    print("edits: /save req/s each round, with: " + ", ".join(f"{r['rps']:.0f}" for r in with_))
+    print(
+        "edits: /save req/s each round, without: " + ", ".join(f"{r['rps']:.0f}" for r in without)
+    )
 
 
 if __name__ == "__main__":

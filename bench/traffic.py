@@ -1,11 +1,12 @@
-"""Synthetic client traffic: the Discord plugin's re-sent windows, and unique message streams."""
+"""Synthetic client traffic: the Discord plugin's re-sent windows (some of their messages edited),
+and unique message streams."""
 
 from __future__ import annotations
 
 import random
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 WORDS = [
     "lighthouse",
@@ -84,8 +85,17 @@ class Channel:
     window: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=30))
 
 
+class Turn(NamedTuple):
+    """One /save body, how many of its messages are new, and how many are edits of known ones."""
+
+    body: dict[str, Any]
+    new: int
+    edited: int
+
+
 class DiscordTraffic:
-    """Each turn re-sends a channel's last `window` messages, of which 1-2 are new."""
+    """Each turn re-sends a channel's last `window` messages, of which 1-2 are new and, when asked,
+    some known ones come with another text (a user edited them)."""
 
     def __init__(
         self,
@@ -97,6 +107,8 @@ class DiscordTraffic:
         prefix: str = "bench",
     ) -> None:
         self.rng = random.Random(seed)
+        # Edits draw from their own stream: the same seed gives the same turns with or without.
+        self.edit_rng = random.Random(f"edits-{seed}")
         self.next_id = BASE_ID + seed * 10_000_000_000
         self.clock = START_MS
         self.agents = [f"{prefix}{a}" for a in range(agents)]
@@ -131,13 +143,28 @@ class DiscordTraffic:
             channel.window.append(self.message(channel))
         return {"bot": channel.agent, "messages": list(channel.window)}
 
-    def turn(self) -> tuple[dict[str, Any], int]:
-        """The next request (a random channel) and how many of its messages are new."""
+    def turn(self, edits: int = 0) -> Turn:
+        """The next request (a random channel): 1-2 new messages, and `edits` of the known ones
+        with a new text, which the later turns re-send (as Discord shows an edited message)."""
         channel = self.rng.choice(self.channels)
         new = self.rng.randint(1, 2)
         for _ in range(new):
             channel.window.append(self.message(channel))
-        return {"bot": channel.agent, "messages": list(channel.window)}, new
+        edited = self._edit(channel, known=len(channel.window) - new, count=edits)
+        return Turn({"bot": channel.agent, "messages": list(channel.window)}, new, edited)
+
+    def _edit(self, channel: Channel, *, known: int, count: int) -> int:
+        """Give `count` of the window's first `known` messages (sent before) another text;
+        returns how many (fewer when the window holds fewer known ones)."""
+        picked = self.edit_rng.sample(range(known), min(count, known)) if count else []
+        for i in picked:
+            old = channel.window[i]
+            text = old["text"]
+            while text == old["text"]:
+                text = sentence(self.edit_rng)
+            # A new dict: the bodies of earlier turns share the old one and keep its text.
+            channel.window[i] = {**old, "text": text}
+        return len(picked)
 
 
 def unique_bodies(
