@@ -27,11 +27,19 @@ local function with_text(raw, old, line, m)
   return string.sub(raw, 1, from - 1) .. string.sub(line, new_from, new_to) .. rest, z
 end
 
--- the position, line and record of message `id` in a buffer
+-- the position, line and record of message `id` in a buffer, looked for from the newest back
+-- a page at a time: clients edit recent messages (the plugin re-sends its last 30), and a
+-- buffer that grew long (an outage, an import) must not be read whole for each edit
 local function find(buf, id)
-  for idx, raw in ipairs(redis.call('LRANGE', buf, 0, -1)) do
-    local ok, m = pcall(cjson.decode, raw)
-    if ok and type(m) == 'table' and m.i == id then return idx, raw, m end
+  local stop = redis.call('LLEN', buf)
+  while stop > 0 do
+    local start = math.max(stop - 64, 0)
+    local items = redis.call('LRANGE', buf, start, stop - 1)
+    for k = #items, 1, -1 do
+      local ok, m = pcall(cjson.decode, items[k])
+      if ok and type(m) == 'table' and m.i == id then return start + k, items[k], m end
+    end
+    stop = start
   end
 end
 

@@ -382,3 +382,17 @@ def test_newlines_unicode_and_odd_ids_are_stored_byte_for_byte(
     assert r.exists(*(keys.seen(REF.collection, REF.source, m.id) for m in odd)) == 2
     assert r.hget(keys.meta(REF.key), "chars") == str(sum(m.size for m in odd))
     assert buffer_save(buffers, AGENT, incoming(*odd), QUIET).duplicates == 2
+
+
+def test_an_edit_finds_its_message_deep_in_a_long_buffer(r: redis.Redis, buffers: Buffers) -> None:
+    """The save script looks for an edited message from the newest back, a page at a time: one
+    far from the end (an outage grew the buffer) is found all the same."""
+    sent = [msg(f"m{i}", 1_000 + i) for i in range(150)]
+    assert buffer_save(buffers, AGENT, incoming(*sent), QUIET).accepted == 150
+    old = sent[3]
+    changed = Message(id=old.id, text="a new text for it", ts=old.ts, speaker=old.speaker)
+    again = buffer_save(buffers, AGENT, incoming(changed, sent[140]), QUIET)
+    assert (again.edited, again.duplicates) == (1, 1)
+    stored = [Message.from_json(raw) for raw in r.lrange(keys.buffer(REF.key), 0, -1)]
+    assert stored[3].text == "a new text for it" and len(stored) == 150
+    assert [m.id for m in stored] == [m.id for m in sent]
