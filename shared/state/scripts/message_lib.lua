@@ -30,14 +30,25 @@ end
 -- the position, line and record of message `id` in a buffer, looked for from the newest back
 -- a page at a time: clients edit recent messages (the plugin re-sends its last 30), and a
 -- buffer that grew long (an outage, an import) must not be read whole for each edit
-local function find(buf, id)
+-- A stored line starts with its id as the encoder wrote it (`{"i":"<id>",`; the scripts never
+-- re-encode a line): a line is decoded only when it starts as the edit's own line does.
+local function id_prefix(line)
+  local head = string.find(line, ',"t":', 1, true)
+  if head then return string.sub(line, 1, head) end
+end
+
+local function find(buf, id, line)
+  local prefix = id_prefix(line)
   local stop = redis.call('LLEN', buf)
   while stop > 0 do
     local start = math.max(stop - 64, 0)
     local items = redis.call('LRANGE', buf, start, stop - 1)
     for k = #items, 1, -1 do
-      local ok, m = pcall(cjson.decode, items[k])
-      if ok and type(m) == 'table' and m.i == id then return start + k, items[k], m end
+      local raw = items[k]
+      if prefix == nil or string.sub(raw, 1, #prefix) == prefix then
+        local ok, m = pcall(cjson.decode, raw)
+        if ok and type(m) == 'table' and m.i == id then return start + k, raw, m end
+      end
     end
     stop = start
   end
@@ -76,7 +87,7 @@ local function bring_back(at, emptied, field, member, line, m, idle_ms, min_char
   local raw, z = with_text(stash, old, line, m)
   if not raw then return false end
   local meta, buf = at.meta_prefix .. member, at.buf_prefix .. member
-  if find(buf, old.i) then return true end -- already back
+  if find(buf, old.i, stash) then return true end -- already back
   redis.call('RPUSH', buf, raw)
   redis.call('HDEL', emptied, field)
   local size = redis.call('HINCRBY', meta, 'chars', z)

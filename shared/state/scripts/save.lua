@@ -112,7 +112,7 @@ end
 local function changed(state, member, field, line, short, g)
   local m = cjson.decode(line)
   if state ~= 'o' then
-    local idx, raw, old = find(plan.buf_prefix .. member, m.i)
+    local idx, raw, old = find(plan.buf_prefix .. member, m.i, line)
     if idx then
       if state == nil and old.t == m.t then return 'b', 'same' end
       if state == nil and short then return 'b', 'skipped' end
