@@ -99,6 +99,7 @@ def apply_edits(collection: str, deps: FlushDeps, pending: PendingEdits) -> Edit
             report.left = len(edits)
             return report
         plan = _plan(deps, agent, edits)
+        pending.keep_emptied(collection, plan.emptied)
         result = rewrite_chunks(deps.store, deps.embedder, collection, plan.changes,
                                 language=agent.language, reason="edit")  # fmt: skip
         report.rewritten = len(result.rewritten) + len(result.deleted)

@@ -24,6 +24,7 @@ from shared.format.ids import clean_text
 from shared.format.messages import stored_json
 from shared.memories.known_ids import holding
 from shared.ops import log_context
+from shared.runtime import Runtime
 from shared.state.buffers import (
     AgentRef,
     ConversationSettings,
@@ -106,11 +107,7 @@ async def edit_message(
     log_context.set_field("agent", agent.name)
     source = body.source or runtime.settings.default_source
     text = clean_text(body.text).strip()
-    conv = ConversationSettings(
-        min_chars=agent.chunk_min_chars,
-        gap_seconds=agent.chunk_gap_seconds,
-        idle_seconds=idle_seconds(agent.idle_flush_seconds, idle_timer=True),
-    )
+    conv = _settings(agent)
     who = AgentRef(name=agent.name, collection=agent.collection_name)
     ref = ConversationRef(collection=agent.collection_name, source=source)
     counts = await saver(request).save(
@@ -118,29 +115,45 @@ async def edit_message(
     )
     outcome = counts.outcomes[0]
     if outcome == "new":
-        # No mark (never seen, or seen longer ago than the dedupe window): a chunk may hold it.
-        held = await run_in_threadpool(
-            holding, runtime.store, agent.collection_name, source, message_id
-        )
-        if held is None:
-            raise MessageNotFound(
-                f"agent {agent.name!r} has no message {message_id!r} from {source!r}"
-            )
-        if held.context is None:
-            outcome, counts = "stale", SaveCounts(0, 0, stale=1)
-        elif held.fingerprint == text_fingerprint(text):
-            outcome, counts = "same", SaveCounts(0, 1)
-        else:
-            # the new mark names the message's own conversation (an emptied one returns there)
-            ref = replace(ref, conversation_id=held.context.conversation_id,
-                          channel_id=held.context.channel_id)  # fmt: skip
-            mode = SaveMode(edit_only=True, stored=True)
-            counts = await saver(request).save(who, _edit(ref, message_id, text, agent), conv, mode)
-            outcome = counts.outcomes[0]
+        outcome, counts = await _in_the_store(request, runtime, agent, ref, message_id, text)
     if outcome == "deleted":
         raise MessageDeleted(f"message {message_id!r} was deleted; it stays deleted")
     _count(request, agent.name, source, counts)
     return EditResponse(message_id=message_id, source=source, outcome=_OUTCOMES[outcome])
+
+
+async def _in_the_store(
+    request: Request, runtime: Runtime, agent: AgentConfig, ref: ConversationRef,
+    message_id: str, text: str,
+) -> tuple[str, SaveCounts]:  # fmt: skip
+    """No mark (never seen, or seen longer ago than the dedupe window): a chunk may hold it."""
+    held = await run_in_threadpool(
+        holding, runtime.store, agent.collection_name, ref.source, message_id
+    )
+    if held is None:
+        raise MessageNotFound(
+            f"agent {agent.name!r} has no message {message_id!r} from {ref.source!r}"
+        )
+    if held.context is None:
+        return "stale", SaveCounts(0, 0, stale=1)
+    if held.fingerprint == text_fingerprint(text):
+        return "same", SaveCounts(0, 1)
+    # the new mark names the message's own conversation (an emptied one returns there)
+    ref = replace(ref, conversation_id=held.context.conversation_id,
+                  channel_id=held.context.channel_id)  # fmt: skip
+    conv = _settings(agent)
+    who = AgentRef(name=agent.name, collection=agent.collection_name)
+    mode = SaveMode(edit_only=True, stored=True)
+    counts = await saver(request).save(who, _edit(ref, message_id, text, agent), conv, mode)
+    return counts.outcomes[0], counts
+
+
+def _settings(agent: AgentConfig) -> ConversationSettings:
+    return ConversationSettings(
+        min_chars=agent.chunk_min_chars,
+        gap_seconds=agent.chunk_gap_seconds,
+        idle_seconds=idle_seconds(agent.idle_flush_seconds, idle_timer=True),
+    )
 
 
 def _edit(ref: ConversationRef, message_id: str, text: str, agent: AgentConfig) -> SaveBatches:

@@ -64,6 +64,14 @@ class PendingEdits:
         script_keys = [keys.edits(collection), keys.EDITS_DUE, keys.emptied(collection)]
         return int(self._done(keys=script_keys, args=[named(args)]))
 
+    def keep_emptied(self, collection: str, emptied: Mapping[str, str]) -> None:
+        """Keep the records of the messages a rewrite is about to take out (field -> the
+        record before), before their chunks lose them: a worker that dies between the rewrite
+        and `done` must not take their only copy with it."""
+        if emptied:
+            pairs = [item for pair in emptied.items() for item in pair]
+            self.redis.hset(keys.emptied(collection), items=pairs)
+
     def restore(self, collection: str, edit: PendingEdit, *, idle_seconds: float,
                 min_chars: int) -> bool:  # fmt: skip
         """Bring an emptied message back into its conversation with the edit's text."""

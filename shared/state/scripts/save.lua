@@ -126,7 +126,10 @@ local function changed(state, member, field, line, short, g)
   if state == nil then return 'l', 'same' end -- first seen by older code: nothing to compare
   if state == 'l' then return 'l', 'stale' end
   if state == 'o' and short then return 'o', 'skipped' end
-  if state == 'o' and bring_back(at, emptied, field, member, line, m, g.idle_ms, g.min_chars) then
+  -- Back at once only when its emptying edit is done: while that waits, its chunk may still
+  -- hold the message, and the worker (which kept its record first) brings it back.
+  if state == 'o' and redis.call('HEXISTS', edits, field) == 0
+      and bring_back(at, emptied, field, member, line, m, g.idle_ms, g.min_chars) then
     return 'b', 'edited'
   end
   -- A worker rewrites the chunk (workers/edits.py); an emptied message comes back through it.
