@@ -14,7 +14,8 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 
-# Hermes Agent's real MemoryProvider and plugin loader, for tests/integrations. Kept out of
+# Hermes Agent's real MemoryProvider and plugin loader, for tests/integrations (and, downloaded
+# once into .cache/, st-qdrant-memory's own index.js, run there in node). Hermes is kept out of
 # site-packages: the wheel installs top-level `cli`, `utils`, `tools`… that would shadow
 # memory-pool's own modules; its pinned deps would clash with ours (hence --no-deps).
 install-test: $(BIN)/python
@@ -23,6 +24,7 @@ install-test: $(BIN)/python
 		$(BIN)/python -m pip install --quiet --no-deps --upgrade \
 		--target $(VENV)/hermes-agent hermes-agent==0.19.0
 	$(BIN)/python -m tests.support.minilm
+	$(BIN)/python -m tests.support.st_extension
 
 run: install
 	$(BIN)/memory-pool serve

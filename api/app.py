@@ -8,9 +8,12 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from api.cors import Cors
 from api.errors import install_error_handlers
 from api.metrics import ApiMeters, HttpMetrics, backlog_registry
 from api.middleware import install_door
+from api.openai_compat.service import EmbeddingSlots
+from api.qdrant import routes as qdrant
 from api.recall.lexical import LexicalCollections
 from api.recall.query_cache import QueryCache
 from api.request_id import RequestId
@@ -18,6 +21,7 @@ from api.routes import (
     agents,
     dead_letters,
     edits,
+    embeddings,
     memories,
     metrics,
     operations,
@@ -41,12 +45,7 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = runtime is None
         app.state.runtime = runtime or Runtime.build(settings)
-        app.state.query_cache = QueryCache(
-            app.state.runtime.embedder,
-            concurrency=app.state.runtime.settings.recall_concurrency,
-            wait=app.state.runtime.settings.recall_queue_seconds,
-        )
-        app.state.lexical = LexicalCollections(app.state.runtime.store)
+        _start_embedding(app)
         app.state.saver = AsyncSaver(
             async_redis_client(app.state.runtime.settings),
             dedupe_ttl_seconds=app.state.runtime.settings.dedupe_ttl_seconds,
@@ -69,6 +68,8 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
     )
     install_error_handlers(app)
     install_door(app, settings)
+    # Outside the door: its refusals of a page's requests are readable by the page.
+    app.add_middleware(Cors, origins=settings.cors_origin_names)
     _install_observability(app, settings)
     app.include_router(save.router)
     document_save_body(app)
@@ -81,7 +82,24 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
     app.include_router(ui.router)
     app.include_router(quarantine.router)
     app.include_router(pool_transfer.router)
+    app.include_router(embeddings.router)
+    app.include_router(qdrant.router)  # last: its catch-all answers every other /qdrant path
     return app
+
+
+def _start_embedding(app: FastAPI) -> None:
+    """What embeds for requests: /retrieve's cached queries and lexical terms, and the slots of
+    /v1/embeddings, apart from /retrieve's."""
+    runtime: Runtime = app.state.runtime
+    app.state.query_cache = QueryCache(
+        runtime.embedder,
+        concurrency=runtime.settings.recall_concurrency,
+        wait=runtime.settings.recall_queue_seconds,
+    )
+    app.state.lexical = LexicalCollections(runtime.store)
+    app.state.embedding_slots = EmbeddingSlots(
+        runtime.settings.embeddings_concurrency, wait=runtime.settings.embedding_timeout_seconds
+    )
 
 
 def _start_metrics(app: FastAPI, settings: Settings) -> None:

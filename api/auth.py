@@ -79,3 +79,10 @@ def check_global_access(agents: Agents, headers: Mapping[str, str]) -> None:
         raise Forbidden(
             f"the API key {key.name!r} is not allowed for endpoints that span every agent"
         )
+
+
+def check_any_key(agents: Agents, headers: Mapping[str, str]) -> None:
+    """Endpoints that read and write no agent's memories (the embeddings) take any valid key,
+    scoped or not, once keys exist."""
+    if request_key(agents, headers) is None and agents.api_keys:
+        raise Unauthorized("this endpoint needs an API key (Authorization: Bearer <key>)")

@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # the app's parts, for their types only (api.app imports this
     from prometheus_client import CollectorRegistry
 
     from api.metrics import ApiMeters
+    from api.openai_compat.service import EmbeddingSlots
     from api.recall.lexical import LexicalCollections
     from api.recall.query_cache import QueryCache
     from shared.state.agent_names import AgentNames
@@ -62,6 +63,10 @@ def meters(request: Request) -> ApiMeters | None:
 
 def query_cache(request: Request) -> QueryCache:
     return cast("QueryCache", request.app.state.query_cache)
+
+
+def embedding_slots(request: Request) -> EmbeddingSlots:
+    return cast("EmbeddingSlots", request.app.state.embedding_slots)
 
 
 def lexical(request: Request) -> LexicalCollections:

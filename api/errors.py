@@ -1,9 +1,13 @@
-"""Maps memory-pool's error family and request errors to one JSON shape: {error, detail}."""
+"""Maps memory-pool's error family and request errors to one JSON shape: {error, detail}
+(OpenAI's shape under /v1/ and Qdrant's under /qdrant, whose clients speak those APIs:
+api/openai_compat/errors.py, api/qdrant/shape.py)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from http import HTTPStatus
+from typing import Any
 
 import redis
 from fastapi import FastAPI, Request
@@ -11,6 +15,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from api.openai_compat.errors import OpenAIError, speaks_openai, translated
+from api.qdrant.shape import QdrantRefusal, error_content, is_qdrant_path, status_here
+from api.qdrant.shape import error_response as qdrant_error
 from shared.errors import (
     AgentBlocked,
     DimensionMismatch,
@@ -63,6 +70,23 @@ def error_body(code: str, detail: str) -> dict[str, str]:
     return {"error": code, "detail": replace_surrogates(detail)}
 
 
+def error_body_for(path: str, status: int, code: str, detail: str) -> dict[str, Any]:
+    """The error body for a request path: OpenAI's shape under /v1/, Qdrant's under /qdrant,
+    else {error, detail}."""
+    if speaks_openai(path):
+        return translated(status, code, detail)
+    if is_qdrant_path(path):
+        return error_content(detail)
+    return error_body(code, detail)
+
+
+def _answer(
+    request: Request, status: int, code: str, detail: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    body = error_body_for(request.url.path, status, code, detail)
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
 def _http_error(request: Request, exc: HTTPException) -> tuple[str, str]:
     """Code and detail of an error Starlette or FastAPI raised before any route ran."""
     status = exc.status_code
@@ -108,39 +132,82 @@ def _not_json(error: dict) -> str | None:
     return None
 
 
+def _listed(errors: list[Any]) -> str:
+    detail = "; ".join(f"{_where(e['loc'])}: {e['msg']}" for e in errors[:5])
+    return detail + (f"; and {len(errors) - 5} more" if len(errors) > 5 else "")
+
+
+# Qdrant answers a value out of range 422 ("Validation error"), a body of the wrong shape 400.
+VALUE_ERRORS = frozenset({
+    "greater_than", "greater_than_equal", "less_than", "less_than_equal", "too_short",
+    "too_long", "finite_number", "value_error",
+})  # fmt: skip
+
+
+def _qdrant_invalid(errors: list[Any]) -> JSONResponse:
+    """A /qdrant body refused in Qdrant's words and statuses."""
+    first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
+    listed = _not_json(first) or _listed(errors)
+    if errors and all(e.get("type") in VALUE_ERRORS for e in errors):
+        return qdrant_error(422, f"Validation error in JSON body: [{listed}]")
+    return qdrant_error(400, f"Format error in JSON body: {listed}")
+
+
+async def _qdrant_refusal(_: Request, exc: QdrantRefusal) -> JSONResponse:
+    return qdrant_error(exc.status, exc.message)
+
+
+async def _memory_pool_error(request: Request, exc: MemoryPoolError) -> JSONResponse:
+    if is_qdrant_path(request.url.path):
+        return qdrant_error(status_here(exc, _status(exc)), str(exc))
+    return _answer(request, _status(exc), exc.code, str(exc))
+
+
+async def _openai_error(_: Request, exc: OpenAIError) -> JSONResponse:
+    return JSONResponse(exc.body(), status_code=exc.status)
+
+
+async def _http(request: Request, exc: HTTPException) -> JSONResponse:
+    code, detail = _http_error(request, exc)
+    if is_qdrant_path(request.url.path):
+        detail = f"Format error in JSON body: {detail}" if exc.status_code == 400 else detail
+        return qdrant_error(exc.status_code, detail, headers=exc.headers)
+    return _answer(request, exc.status_code, code, detail, exc.headers)
+
+
+async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = list(exc.errors())
+    if is_qdrant_path(request.url.path):
+        return _qdrant_invalid(errors)
+    first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
+    not_json = _not_json(first)
+    if not_json:
+        return _answer(request, 400, "invalid_json", not_json)
+    return _answer(request, 422, "invalid_request", _listed(errors))
+
+
+async def _redis_down(request: Request, exc: redis.RedisError) -> JSONResponse:
+    # Any endpoint may touch Redis; losing it is an outage, not a bug in the request.
+    detail = f"Redis is unavailable: {exc}"
+    if is_qdrant_path(request.url.path):
+        return qdrant_error(503, detail)
+    return _answer(request, 503, UpstreamUnavailable.code, detail)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    # Clients parse every answer as JSON, errors included; the traceback goes to the log.
+    log.exception("unexpected error", exc_info=exc)
+    detail = f"{type(exc).__name__}: see the server log"
+    if is_qdrant_path(request.url.path):
+        return qdrant_error(500, f"Service internal error: {detail}")
+    return _answer(request, 500, "internal_error", detail)
+
+
 def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(MemoryPoolError)
-    async def _memory_pool_error(_: Request, exc: MemoryPoolError) -> JSONResponse:
-        return JSONResponse(error_body(exc.code, str(exc)), status_code=_status(exc))
-
-    @app.exception_handler(HTTPException)
-    async def _http(request: Request, exc: HTTPException) -> JSONResponse:
-        code, detail = _http_error(request, exc)
-        return JSONResponse(
-            error_body(code, detail), status_code=exc.status_code, headers=exc.headers
-        )
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = exc.errors()
-        first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
-        not_json = _not_json(first)
-        if not_json:
-            return JSONResponse(error_body("invalid_json", not_json), status_code=400)
-        detail = "; ".join(f"{_where(e['loc'])}: {e['msg']}" for e in errors[:5])
-        if len(errors) > 5:
-            detail += f"; and {len(errors) - 5} more"
-        return JSONResponse(error_body("invalid_request", detail), status_code=422)
-
-    @app.exception_handler(redis.RedisError)
-    async def _redis_down(_: Request, exc: redis.RedisError) -> JSONResponse:
-        # Any endpoint may touch Redis; losing it is an outage, not a bug in the request.
-        detail = f"Redis is unavailable: {exc}"
-        return JSONResponse(error_body(UpstreamUnavailable.code, detail), status_code=503)
-
-    @app.exception_handler(Exception)
-    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
-        # Clients parse every answer as JSON, errors included; the traceback goes to the log.
-        log.exception("unexpected error", exc_info=exc)
-        detail = f"{type(exc).__name__}: see the server log"
-        return JSONResponse(error_body("internal_error", detail), status_code=500)
+    app.add_exception_handler(QdrantRefusal, _qdrant_refusal)  # type: ignore[arg-type]
+    app.add_exception_handler(MemoryPoolError, _memory_pool_error)  # type: ignore[arg-type]
+    app.add_exception_handler(OpenAIError, _openai_error)  # type: ignore[arg-type]
+    app.add_exception_handler(HTTPException, _http)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
+    app.add_exception_handler(redis.RedisError, _redis_down)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _unexpected)

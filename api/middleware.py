@@ -13,7 +13,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.auth import find_key, presented_key
-from api.errors import error_body
+from api.errors import error_body_for
 from shared.agents import Agents
 from shared.errors import RequestTooLarge, Unauthorized
 from shared.format.ids import shown
@@ -43,10 +43,11 @@ class HttpMiddleware:
 
 
 async def send_error(
-    send: Send, status: int, code: str, detail: str, *, close: bool = False
+    send: Send, status: int, code: str, detail: str, *, path: str = "", close: bool = False
 ) -> None:
-    """Answer in the one error shape without the app; `close` ends the connection after it."""
-    body = json.dumps(error_body(code, detail)).encode()
+    """Answer in the error shape of the request's `path` without the app; `close` ends the
+    connection after it."""
+    body = json.dumps(error_body_for(path, status, code, detail)).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
     if close:
         headers.append((b"connection", b"close"))
@@ -105,7 +106,7 @@ class HostCheck:
             f"host {shown(host)!r} is not allowed here; allowed: {', '.join(sorted(allowed))} "
             "(MEMORY_POOL_ALLOWED_HOSTS)"
         )
-        await send_error(send, 400, "host_not_allowed", detail)
+        await send_error(send, 400, "host_not_allowed", detail, path=scope["path"])
 
 
 class KeyCheck:
@@ -121,7 +122,8 @@ class KeyCheck:
         agents = self._agents(scope) if scope["type"] == "http" else None
         key = presented_key(Headers(scope=scope)) if agents is not None else None
         if agents is not None and key is not None and find_key(agents, key) is None:
-            await send_error(send, 401, Unauthorized.code, "the API key is not valid")
+            detail = "the API key is not valid"
+            await send_error(send, 401, Unauthorized.code, detail, path=scope["path"])
             return
         await self.app(scope, receive, send)
 
@@ -143,14 +145,14 @@ class BodyLimit(HttpMiddleware):
         super().__init__(app)
         self.max_bytes = max_bytes
 
-    async def refuse(self, send: Send) -> None:
+    async def refuse(self, scope: Scope, send: Send) -> None:
         detail = f"the request body is over {self.max_bytes} bytes (MEMORY_POOL_MAX_BODY_BYTES)"
-        await send_error(send, 413, RequestTooLarge.code, detail, close=True)
+        await send_error(send, 413, RequestTooLarge.code, detail, path=scope["path"], close=True)
 
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = Headers(scope=scope).get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_bytes:
-            await self.refuse(send)
+            await self.refuse(scope, send)
             return
         state = {"received": 0, "exceeded": False, "started": False}
 
@@ -174,7 +176,7 @@ class BodyLimit(HttpMiddleware):
         with contextlib.suppress(_BodyTooLarge):
             await self.app(scope, limited, guarded)
         if state["exceeded"] and not state["started"]:
-            await self.refuse(send)
+            await self.refuse(scope, send)
 
 
 def install_door(app: FastAPI, settings: Settings) -> None:

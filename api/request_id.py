@@ -51,4 +51,4 @@ class RequestId(HttpMiddleware):
                     raise
                 log.exception("unexpected error", exc_info=exc)
                 detail = f"{type(exc).__name__}: see the server log"
-                await send_error(tagged, 500, "internal_error", detail)
+                await send_error(tagged, 500, "internal_error", detail, path=scope["path"])

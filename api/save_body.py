@@ -29,7 +29,7 @@ OPENAPI_BODY = {
 }
 
 
-def _is_json(content_type: str | None) -> bool:
+def is_json(content_type: str | None) -> bool:
     # FastAPI's rule (strict content type): application/json or application/*+json, nothing
     # else, and no header is not JSON (a cross-site form cannot send JSON by accident).
     if not content_type:
@@ -42,14 +42,14 @@ def _is_json(content_type: str | None) -> bool:
     )
 
 
-def _as_fastapi_parses(raw: bytes, is_json: bool) -> SaveRequest:
+def _as_fastapi_parses(raw: bytes, json_body: bool) -> SaveRequest:
     """FastAPI's body handling (fastapi/routing.py, get_request_handler), for the bodies the
     one-pass parse refused: the same errors, so the same answers."""
     if not raw:
         missing = {"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}
         raise RequestValidationError([missing])
     value: Any = raw  # not JSON: validated as the bytes it is, which names it as not JSON
-    if is_json:
+    if json_body:
         try:
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
@@ -72,13 +72,13 @@ async def save_body(request: Request) -> SaveRequest:
         raw = await request.body()
     except Exception as exc:  # the body cut short (api/middleware.BodyLimit answers 413)
         raise HTTPException(400, "There was an error parsing the body") from exc
-    is_json = _is_json(request.headers.get("content-type"))
-    if raw and is_json:
+    json_body = is_json(request.headers.get("content-type"))
+    if raw and json_body:
         try:
             return SaveRequest.model_validate_json(raw)
         except ValidationError:
             pass  # refused, or JSON it reads otherwise (a lone surrogate): as FastAPI does
-    return _as_fastapi_parses(raw, is_json)
+    return _as_fastapi_parses(raw, json_body)
 
 
 def _as_fastapi_documents() -> dict[str, Any]:

@@ -14,6 +14,7 @@ chromedriver  chromium-driver  recommends
 prometheus    prometheus       no-recommends
 docker-compose docker-compose  no-recommends
 git           git              no-recommends
+node          nodejs           no-recommends
 venv          python3-venv     no-recommends
 "
 APT_TIMEOUT=${TEST_TOOLS_APT_TIMEOUT:-600}

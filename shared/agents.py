@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from shared.embedding.bm25 import DEFAULT_LANGUAGE, DEFAULT_LEXICAL_THRESHOLD, MAX_LEXICAL_THRESHOLD
 from shared.errors import ConfigError, InvalidAgentName, UnknownAgent
 from shared.format.chunking import ChunkRules
-from shared.format.naming import collection_name
+from shared.format.naming import COLLECTION_BASE, collection_name, sanitize_agent_name
 
 # Settings an agent may take from the file's `defaults` section.
 _DEFAULTABLE = (
@@ -197,6 +197,18 @@ class Agents:
         """The collection a name reaches, listed or not (unlisted agents refused or not)."""
         agent = self._by_key.get(name.casefold())
         return agent.collection_name if agent is not None else collection_name(name)
+
+    def name_for_collection(self, collection: str) -> str | None:
+        """A name that reaches this collection: the listed agent's, else the character name
+        st-qdrant-memory made `mem_<name>` of (None when no name can reach it). Whether that
+        agent is accepted is `get`'s to say."""
+        agent = self._by_collection.get(collection)
+        if agent is not None:
+            return agent.name
+        base, _, name = collection.partition("_")
+        if base == COLLECTION_BASE and name and sanitize_agent_name(name) == name:
+            return name
+        return None
 
     def key_allows(self, key: ApiKey, agent: AgentConfig | None) -> bool:
         """Whether a key opens an agent's endpoints (None: the endpoints spanning all agents),

@@ -93,6 +93,25 @@ class Settings(BaseSettings):
         1.0, ge=0, validation_alias=_env("MEMORY_POOL_RECALL_QUEUE_SECONDS")
     )
 
+    # --- POST /v1/embeddings (st-qdrant-memory's "local" embedding provider) -----------------
+    # Embeddings requests embedding at once, apart from /retrieve's slots; more wait up to
+    # MEMORY_POOL_EMBEDDING_TIMEOUT, then answer 503.
+    embeddings_concurrency: int = Field(
+        2, ge=1, validation_alias=_env("MEMORY_POOL_EMBEDDINGS_CONCURRENCY")
+    )
+    # Whether a request naming another model is served by EMBEDDING_MODEL (true) or refused
+    # (404). st-qdrant-memory's "local" provider sends the model of its hidden OpenAI menu
+    # (text-embedding-3-large unless changed) and has no field to change it.
+    embeddings_any_model: bool = Field(
+        True, validation_alias=_env("MEMORY_POOL_EMBEDDINGS_ANY_MODEL")
+    )
+    # Browser origins (scheme://host:port) whose pages may call /v1/... and /qdrant/... (CORS),
+    # comma-separated; SillyTavern's own by default. The rest of the API answers no page.
+    cors_origins: str = Field(
+        "http://127.0.0.1:8000,http://localhost:8000",
+        validation_alias=_env("MEMORY_POOL_CORS_ORIGINS"),
+    )
+
     # --- workers ---------------------------------------------------------------------------
     # A worker's lease on a conversation; the task's hard time limit stays below it, so a
     # stalled worker is killed before another one can take the conversation over.
@@ -166,6 +185,24 @@ class Settings(BaseSettings):
         if self.allowed_hosts is None:
             return None
         return frozenset(h.strip().lower() for h in self.allowed_hosts.split(",") if h.strip())
+
+    @property
+    def cors_origin_names(self) -> frozenset[str]:
+        """The allowed origins as browsers send them: lower case, no trailing slash."""
+        return frozenset(
+            o.strip().rstrip("/").lower() for o in self.cors_origins.split(",") if o.strip()
+        )
+
+    @model_validator(mode="after")
+    def _cors_origins_are_origins(self) -> Settings:
+        # A wildcard would let any web page use the embeddings and the memories of a keyless pool.
+        for origin in self.cors_origin_names:
+            if not origin.startswith(("http://", "https://")) or "*" in origin:
+                raise ValueError(
+                    f"MEMORY_POOL_CORS_ORIGINS: {origin!r} is not an origin; list each one as "
+                    "scheme://host:port, such as http://127.0.0.1:8000 (no wildcards)"
+                )
+        return self
 
     @property
     def dedupe_ttl_seconds(self) -> int:

@@ -40,6 +40,20 @@ EXPECTED = {
     ("/quarantine", "get"): {"400", "401", "403", "404", "422"},
     ("/quarantine/release", "post"): {"400", "401", "403", "404", "422"},
     ("/quarantine/discard", "post"): {"400", "401", "403", "404", "422"},
+    # OpenAI's embeddings API (api/routes/embeddings.py): OpenAI's error shape, no 422
+    ("/v1/embeddings", "post"): {"400", "401", "404", "413", "503"},
+}
+# Qdrant's API for st-qdrant-memory (api/qdrant/): its errors in Qdrant's error shape.
+QDRANT_ACCESS = {"400", "401", "403", "404", "422", "503"}
+QDRANT = {
+    ("/qdrant/collections", "get"): {"401", "503"},
+    ("/qdrant/collections/{collection}", "get"): QDRANT_ACCESS,
+    ("/qdrant/collections/{collection}", "put"): QDRANT_ACCESS | {"413"},
+    ("/qdrant/collections/{collection}", "delete"): QDRANT_ACCESS,
+    ("/qdrant/collections/{collection}/points", "put"): QDRANT_ACCESS | {"413"},
+    ("/qdrant/collections/{collection}/points/search", "post"): QDRANT_ACCESS | {"413"},
+    ("/qdrant/collections/{collection}/points/scroll", "post"): QDRANT_ACCESS | {"413"},
+    ("/qdrant/collections/{collection}/points/count", "post"): QDRANT_ACCESS | {"413"},
 }
 
 
@@ -58,7 +72,7 @@ def schema(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def test_every_endpoint_is_described(schema: dict[str, Any]) -> None:
     described = {(path, method) for path, ops in schema["paths"].items() for method in ops}
-    assert described == set(EXPECTED)
+    assert described == set(EXPECTED) | set(QDRANT)
 
 
 @pytest.mark.parametrize(("path", "method"), sorted(EXPECTED))
@@ -68,13 +82,29 @@ def test_errors_are_documented_with_the_error_shape(
     responses = schema["paths"][path][method]["responses"]
     errors = {code for code in responses if code.startswith(("4", "5"))}
     assert errors == EXPECTED[(path, method)]
+    shape = "OpenAIErrorResponse" if path.startswith("/v1/") else "ErrorResponse"
     for code in errors - {"422"}:
         ref = responses[code]["content"]["application/json"]["schema"]["$ref"]
-        assert ref == "#/components/schemas/ErrorResponse"
+        assert ref == f"#/components/schemas/{shape}"
     success = next(code for code in responses if code.startswith("2"))
     content = responses[success]["content"]
     # the export streams JSON Lines; every other success is a JSON object
     assert "application/x-ndjson" in content or content["application/json"]["schema"]
+
+
+@pytest.mark.parametrize(("path", "method"), sorted(QDRANT))
+def test_qdrant_errors_are_documented_with_qdrants_error_shape(
+    schema: dict[str, Any], path: str, method: str
+) -> None:
+    responses = schema["paths"][path][method]["responses"]
+    errors = {code for code in responses if code.startswith(("4", "5"))}
+    assert errors == QDRANT[(path, method)]
+    for code in errors:
+        ref = responses[code]["content"]["application/json"]["schema"]["$ref"]
+        assert ref == "#/components/schemas/QdrantErrorResponse"
+    answer = responses["200"]["content"]["application/json"]["schema"]["$ref"]
+    fields = schema["components"]["schemas"][answer.rsplit("/", 1)[1]]["properties"]
+    assert set(fields) == {"result", "status", "time"}
 
 
 def test_health_and_delete_fields_are_described(schema: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ TOOLS = {
     "prometheus": "prometheus",
     "docker-compose": "docker-compose",
     "git": "git",
+    "node": "nodejs",  # st-qdrant-memory's own index.js runs in it (tests/integrations)
     "venv": "python3-venv",
 }
 # what the script itself runs, taken from the real system
@@ -38,6 +39,7 @@ case "$1" in
     for package in "$@"; do
       case "$package" in
         chromium-driver) tool=chromedriver ;;
+        nodejs) tool=node ;;
         python3-venv) tool=venv ;;
         -*) continue ;;
         *) tool=$package ;;
@@ -131,7 +133,7 @@ def test_a_machine_with_every_tool_runs_no_apt_get_and_no_sudo(machine: Machine)
 
 
 def test_missing_tools_are_installed_from_their_packages(machine: Machine) -> None:
-    machine.have("redis-server", "chromium", "docker-compose", "git", "venv")
+    machine.have("redis-server", "chromium", "docker-compose", "git", "node", "venv")
     machine.fake("apt-get", FAKE_APT)
     done = machine.run()
     assert done.returncode == 0, done.stderr
@@ -200,7 +202,7 @@ def _refused(done: subprocess.CompletedProcess[str], reason: str) -> None:
 def test_tools_that_cannot_be_installed_stop_the_run_at_once_with_one_line(
     machine: Machine, setup: str, uid: int, apt: str, reason: str
 ) -> None:
-    machine.have("redis-server", "chromium", "docker-compose", "git", "venv")
+    machine.have("redis-server", "chromium", "docker-compose", "git", "node", "venv")
     if setup != "no apt-get":
         machine.fake("apt-get", FAKE_APT)
     started = time.monotonic()

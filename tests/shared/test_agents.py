@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.agents import load_agents
+from shared.agents import AgentConfig, Agents, load_agents
 from shared.errors import ConfigError, InvalidAgentName, UnknownAgent
 from shared.format.chunking import ChunkRules
 
@@ -194,3 +194,21 @@ def test_recall_settings_per_agent_and_from_defaults(tmp_path: Path) -> None:
     assert (plain.recall, plain.fusion, plain.language, plain.lexical_threshold) == (
         "hybrid", "dbsf", "english", 5.0,
     )  # fmt: skip
+
+
+NAMED = [
+    ("mem_seraphina", "seraphina"),  # st-qdrant-memory's collection of an unlisted character
+    ("mem_yukino", "雪乃"),  # a listed agent's configured collection
+    ("mem_dr_smith", "dr_smith"),
+    ("mem_", None),
+    ("mem__x", None),  # st-qdrant-memory would have made mem_x
+    ("mem_Aria", None),  # not lower-case: no character name becomes it
+    ("mem", None),  # st-qdrant-memory's shared collection: no agent's
+    ("other_x", None),
+]
+
+
+@pytest.mark.parametrize(("collection", "name"), NAMED)
+def test_the_name_that_reaches_a_collection(collection: str, name: str | None) -> None:
+    agents = Agents([AgentConfig(name="雪乃", collection="mem_yukino")], accept_unlisted=True)
+    assert agents.name_for_collection(collection) == name

@@ -64,3 +64,53 @@ def test_readme_states_every_limit() -> None:
         assert name in section, name
     for rule in ("256 characters", "1970 to 9999", "U+FFFD", "`refusals`", "128 characters"):
         assert rule in section or rule.strip("`") in section, rule
+
+
+# --- /v1/embeddings and CORS (README: "SillyTavern on the same pool") ---------------------------
+
+PAGES = ("MEMORY_POOL_EMBEDDINGS_CONCURRENCY", "MEMORY_POOL_EMBEDDINGS_ANY_MODEL",
+         "MEMORY_POOL_CORS_ORIGINS")  # fmt: skip
+
+
+@pytest.fixture
+def no_page_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in PAGES:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.usefixtures("no_page_settings")
+def test_embeddings_and_cors_defaults() -> None:
+    settings = Settings()
+    assert settings.embeddings_concurrency == 2
+    assert settings.embeddings_any_model is True
+    # SillyTavern's own address, both spellings
+    assert settings.cors_origin_names == {"http://127.0.0.1:8000", "http://localhost:8000"}
+
+
+@pytest.mark.usefixtures("no_page_settings")
+def test_cors_origins_read_as_browsers_send_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_POOL_CORS_ORIGINS", " HTTP://192.168.1.20:8000/ ,, https://st.ex ")
+    assert Settings().cors_origin_names == {"http://192.168.1.20:8000", "https://st.ex"}
+    monkeypatch.setenv("MEMORY_POOL_CORS_ORIGINS", "")
+    assert Settings().cors_origin_names == frozenset()  # no page at all
+
+
+@pytest.mark.usefixtures("no_page_settings")
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("MEMORY_POOL_CORS_ORIGINS", "*"),
+        ("MEMORY_POOL_CORS_ORIGINS", "http://*.example"),
+        ("MEMORY_POOL_CORS_ORIGINS", "127.0.0.1:8000"),  # no scheme: never an Origin header
+        ("MEMORY_POOL_EMBEDDINGS_CONCURRENCY", "0"),
+        ("MEMORY_POOL_EMBEDDINGS_ANY_MODEL", "maybe"),
+    ],
+)
+def test_unusable_page_settings_are_refused(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError) as refused:
+        Settings()
+    if "CORS" in name:  # says which setting and what an origin is
+        assert name in str(refused.value) and "scheme://host:port" in str(refused.value)

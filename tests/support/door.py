@@ -124,5 +124,31 @@ def is_error_shape(body: Any) -> bool:
     )
 
 
+def is_openai_error_shape(body: Any) -> bool:
+    """OpenAI's error body, which every answer under /v1/ takes."""
+    error = body.get("error") if isinstance(body, dict) and set(body) == {"error"} else None
+    return (
+        isinstance(error, dict)
+        and set(error) == {"message", "type", "param", "code"}
+        and isinstance(error["message"], str)
+        and bool(error["message"])
+        and error["type"] in ("invalid_request_error", "server_error", "rate_limit_exceeded")
+        and all(error[k] is None or isinstance(error[k], str) for k in ("param", "code"))
+    )
+
+
+def is_qdrant_error_shape(body: Any) -> bool:
+    """Qdrant's error shape, as /qdrant answers: `{"status": {"error": ...}, "time": ...}`."""
+    return (
+        isinstance(body, dict)
+        and set(body) == {"status", "time"}
+        and isinstance(body["status"], dict)
+        and set(body["status"]) == {"error"}
+        and isinstance(body["status"]["error"], str)
+        and bool(body["status"]["error"])
+        and isinstance(body["time"], float | int)
+    )
+
+
 def message(mid: str, text: str = TEXT, **fields: Any) -> dict[str, Any]:
     return {"message_id": mid, "text": text, "ts": BASE_TS, **fields}

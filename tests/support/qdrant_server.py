@@ -337,6 +337,30 @@ def query_points(b: Backend, call: Call) -> Any:
     return run_query(b, call.collection, parse(models.QueryRequest, call.body))
 
 
+# The legacy search endpoint: gone from qdrant-client 1.16, still served by Qdrant and the one
+# st-qdrant-memory searches with. It is a query of one vector (named: `{"name", "vector"}`).
+SEARCH_FIELDS = frozenset(
+    {"vector", "filter", "params", "limit", "offset", "with_payload", "with_vector",
+     "score_threshold"}
+)  # fmt: skip
+
+
+def search(b: Backend, call: Call) -> Any:
+    raw = parse(dict[str, Any], call.body)
+    for field in sorted(set(raw) - SEARCH_FIELDS):
+        raise ApiError(400, f"Format error in JSON body: unknown field `{field}`")
+    for field in ("vector", "limit"):
+        if field not in raw:
+            raise ApiError(400, f"Format error in JSON body: missing field `{field}`")
+    vector = raw.pop("vector")
+    named = isinstance(vector, dict)
+    query = {"query": vector["vector"] if named else vector, **raw}
+    if named:
+        query["using"] = vector.get("name")
+    request = parse(models.QueryRequest, json.dumps(query).encode())
+    return run_query(b, call.collection, request).points
+
+
 def query_batch(b: Backend, call: Call) -> Any:
     body: models.QueryRequestBatch = parse(models.QueryRequestBatch, call.body)
     return [run_query(b, call.collection, req) for req in body.searches]
@@ -495,6 +519,7 @@ ENDPOINTS = (
     Endpoint("POST", POINTS, retrieve),
     Endpoint("POST", POINTS + "/query", query_points),
     Endpoint("POST", POINTS + "/query/batch", query_batch),
+    Endpoint("POST", POINTS + "/search", search),
     Endpoint("POST", POINTS + "/scroll", scroll),
     Endpoint("POST", POINTS + "/count", count),
     Endpoint("POST", POINTS + "/delete", delete_points),

@@ -15,10 +15,11 @@ from tests.support.stack import Stack, running_stack, stack_settings
 
 @contextmanager
 def stack_on(
-    kind: str, redis_url: str, embedding_url: str, folder: Path, agents: Agents
+    kind: str, redis_url: str, embedding_url: str, folder: Path, agents: Agents, **settings: Any
 ) -> Iterator[Stack]:
+    """`settings`: environment overrides (MEMORY_POOL_MAX_BODY_BYTES=...)."""
     with ExitStack() as stacked:
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = dict(settings)
         if kind == "server":
             server = stacked.enter_context(QdrantTestServer(folder / "qdrant"))
             extra["QDRANT_URL"] = server.url

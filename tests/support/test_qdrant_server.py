@@ -141,6 +141,25 @@ def test_query_points_with_filter_threshold_and_limit(filled: QdrantClient) -> N
     assert [ids(r.points) for r in batch] == [[0], [4]]
 
 
+def test_the_legacy_search_endpoint_answers_as_qdrant(
+    server: QdrantTestServer, filled: QdrantClient
+) -> None:
+    # st-qdrant-memory searches with it; qdrant-client no longer can
+    url = f"{server.url}/collections/{NAME}/points/search"
+    flt = {"must_not": [{"key": "kind", "match": {"value": "b"}}]}
+    body = {"vector": vector(0), "limit": 2, "filter": flt, "with_payload": True}
+    found = httpx.post(url, json=body).json()["result"]
+    assert [hit["id"] for hit in found] == [0, 1]
+    assert found[1]["score"] == pytest.approx(score(1), abs=1e-5)
+    assert found[1]["payload"] == {"tags": ["green"], "n": 1, "kind": "a"}
+    above = httpx.post(url, json={"vector": vector(0), "limit": 9, "score_threshold": 0.99})
+    assert [hit["id"] for hit in above.json()["result"]] == [0, 1]
+    assert "payload" not in above.json()["result"][0]
+    refused = httpx.post(url, json={"vector": vector(0)})
+    assert refused.status_code == 400
+    assert refused.json()["status"]["error"] == "Format error in JSON body: missing field `limit`"
+
+
 def test_scroll_paginates_and_count_filters(filled: QdrantClient) -> None:
     green = models.Filter(
         must=[models.FieldCondition(key="tags", match=models.MatchValue(value="green"))]

@@ -177,7 +177,10 @@ class EdgeStore(store.Store):
     def upsert(self, name: str, points: Sequence[store.PointToWrite]) -> None:
         for start in range(0, len(points), SLICE_POINTS):
             batch = points[start : start + SLICE_POINTS]
-            structs = [edge.Point(p.id, point_vectors(p.vector, p.terms), p.payload) for p in batch]
+            structs = [
+                edge.Point(qdrant_id(p.id), point_vectors(p.vector, p.terms), p.payload)
+                for p in batch
+            ]
             self.shards.write(name, edge.UpdateOperation.upsert_points(structs), points=len(batch))
 
     def nearest(self, name: str, query: store.DenseQuery) -> list[RecallHit]:

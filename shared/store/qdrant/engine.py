@@ -154,7 +154,9 @@ class QdrantStore(CollectionSetup, store.Store):
         self, name: str, batch: Sequence[store.PointToWrite], *, sparse: bool
     ) -> None:
         structs = [
-            models.PointStruct(id=p.id, vector=point_vectors(p, sparse=sparse), payload=p.payload)
+            models.PointStruct(
+                id=qdrant_id(p.id), vector=point_vectors(p, sparse=sparse), payload=p.payload
+            )
             for p in batch
         ]
         with self.connection.io() as client:

@@ -1,0 +1,156 @@
+"""The /qdrant routes: the Qdrant calls st-qdrant-memory makes (index.js 3.1.3, clients.md §4),
+each one call in the threadpool and Qdrant's answer shape; any other path under /qdrant is 404
+in Qdrant's error shape."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, NoReturn
+
+from fastapi import APIRouter, Path, Query, Request
+from starlette.concurrency import run_in_threadpool
+
+from api.deps import RuntimeDep
+from api.qdrant import collections, points
+from api.qdrant.access import check_key, reachable, target
+from api.qdrant.schemas import (
+    CollectionInfo,
+    CollectionList,
+    CountRequest,
+    CountResult,
+    CreateCollection,
+    ScoredPoint,
+    ScrollRequest,
+    ScrollResult,
+    SearchRequest,
+    UpdateResult,
+    UpsertPoints,
+)
+from api.qdrant.shape import ACCESS, PREFIX, WITH_BODY, Answer, QdrantRefusal, ok, qdrant_errors
+
+router = APIRouter(prefix=PREFIX, tags=["qdrant"])
+
+Collection = Annotated[str, Path(description="The collection: an agent's (mem_<name>).")]
+COLLECTION = "/collections/{collection}"
+POINTS = COLLECTION + "/points"
+
+
+@router.get(
+    "/collections",
+    response_model=Answer[CollectionList],
+    responses=qdrant_errors(e401="The API key is not valid.", e503="The store is unavailable."),
+)
+async def list_collections(runtime: RuntimeDep, request: Request) -> dict[str, Any]:
+    """The collections this request may reach (st-qdrant-memory's connection test)."""
+    started = time.perf_counter()
+    check_key(runtime.agents, request.headers)
+    names = await run_in_threadpool(runtime.store.collection_names)
+    found = reachable(runtime.agents, names, request.headers)
+    return ok({"collections": [{"name": name} for name in found]}, started)
+
+
+@router.get(COLLECTION, response_model=Answer[CollectionInfo], responses=ACCESS)
+async def get_collection(
+    collection: Collection, runtime: RuntimeDep, request: Request
+) -> dict[str, Any]:
+    """The collection as Qdrant describes it (`config.params.vectors.size`); 404 when missing."""
+    started = time.perf_counter()
+    found = target(runtime.agents, collection, request.headers)
+    return ok(await run_in_threadpool(collections.info, runtime, found), started)
+
+
+@router.put(COLLECTION, response_model=Answer[bool], responses=WITH_BODY)
+async def create_collection(
+    collection: Collection, body: CreateCollection, runtime: RuntimeDep, request: Request
+) -> dict[str, Any]:
+    """Creates the agent's collection as memory-pool creates its own; only for Cosine vectors
+    of memory-pool's embedding size (400 otherwise), 409 when it exists."""
+    started = time.perf_counter()
+    found = target(runtime.agents, collection, request.headers)
+    vectors = body.vectors
+    created = await run_in_threadpool(
+        collections.create, runtime, found, size=vectors.size, distance=vectors.distance
+    )
+    return ok(created, started)
+
+
+@router.delete(COLLECTION, response_model=Answer[bool], responses=ACCESS)
+async def delete_collection(
+    collection: Collection, runtime: RuntimeDep, request: Request
+) -> dict[str, Any]:
+    """SillyTavern's "Delete All Memories": deletes st-qdrant-memory's own points (those
+    without a `source`); what other interfaces wrote, and the collection, stay."""
+    started = time.perf_counter()
+    found = target(runtime.agents, collection, request.headers)
+    return ok(await run_in_threadpool(collections.delete_own_points, runtime, found), started)
+
+
+@router.put(POINTS, response_model=Answer[UpdateResult], responses=WITH_BODY)
+async def upsert_points(
+    collection: Collection,
+    body: UpsertPoints,
+    runtime: RuntimeDep,
+    request: Request,
+    wait: Annotated[bool, Query(description="Written before the answer either way.")] = False,
+) -> dict[str, Any]:
+    """Writes the points with their payload as sent and BM25 terms of their `text`; a vector
+    of another size than the collection's refuses the request (400), nothing written."""
+    started = time.perf_counter()
+    found = target(runtime.agents, collection, request.headers)
+    result = await run_in_threadpool(points.upsert, runtime, found, body.points, wait=wait)
+    return ok(result, started)
+
+
+@router.post(
+    POINTS + "/search",
+    response_model=Answer[list[ScoredPoint]],
+    response_model_exclude_unset=True,
+    responses=WITH_BODY,
+)
+async def search_points(
+    collection: Collection, body: SearchRequest, runtime: RuntimeDep, request: Request
+) -> dict[str, Any]:
+    """The nearest points by cosine, at or above `score_threshold`, under the filter."""
+    started = time.perf_counter()
+    found = target(runtime.agents, collection, request.headers)
+    return ok(await run_in_threadpool(points.search, runtime, found, body), started)
+
+
+@router.post(
+    POINTS + "/scroll",
+    response_model=Answer[ScrollResult],
+    response_model_exclude_unset=True,
+    responses=WITH_BODY,
+)
+async def scroll_points(
+    collection: Collection, body: ScrollRequest, runtime: RuntimeDep, request: Request
+) -> dict[str, Any]:
+    """Points in id order under the filter, a page at a time (st-qdrant-memory asks whether
+    any point holds a message id: `should` of `messageIds` text matches)."""
+    started = time.perf_counter()
+    found = target(runtime.agents, collection, request.headers)
+    return ok(await run_in_threadpool(points.scroll, runtime, found, body), started)
+
+
+@router.post(POINTS + "/count", response_model=Answer[CountResult], responses=WITH_BODY)
+async def count_points(
+    collection: Collection, body: CountRequest, runtime: RuntimeDep, request: Request
+) -> dict[str, Any]:
+    """How many points the filter selects (exact)."""
+    started = time.perf_counter()
+    found = target(runtime.agents, collection, request.headers)
+    return ok(await run_in_threadpool(points.count, runtime, found, body), started)
+
+
+METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+
+@router.api_route("", methods=METHODS, include_in_schema=False, response_model=None)
+@router.api_route("/{rest:path}", methods=METHODS, include_in_schema=False, response_model=None)
+async def not_a_call(request: Request) -> NoReturn:
+    """Every other path and method under /qdrant: Qdrant's error shape, never a page."""
+    raise QdrantRefusal(
+        404,
+        f"Not found: {request.method} {request.url.path} is not a Qdrant call memory-pool "
+        "answers (it answers the calls st-qdrant-memory makes)",
+    )
