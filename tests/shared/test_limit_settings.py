@@ -114,3 +114,21 @@ def test_unusable_page_settings_are_refused(
         Settings()
     if "CORS" in name:  # says which setting and what an origin is
         assert name in str(refused.value) and "scheme://host:port" in str(refused.value)
+
+
+def test_readme_tells_sillytavern_users_what_to_set() -> None:
+    section = (
+        (ROOT / "README.md").read_text(encoding="utf-8").split("## SillyTavern on the same pool")
+    )
+    assert len(section) == 2, "README has one section 'SillyTavern on the same pool'"
+    text = section[1].split("\n## ")[0]
+    for needed in (
+        *PAGES,
+        "http://127.0.0.1:3102/qdrant",
+        "http://127.0.0.1:3102/v1/embeddings",
+        "Local/custom endpoint",
+        "Delete All Memories",
+        "api-key",
+        "QDRANT_URL",
+    ):
+        assert needed in text, needed
