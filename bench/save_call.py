@@ -41,7 +41,9 @@ def main() -> None:
             # 2 new per channel per round; ids unique across channels, as snowflakes are
             newest = 1_200_000_000_000_000_000 + (n % 100) * 10**9 + (n // 100) * 2
             text = "a message of a Discord channel, about as long as most of them are " * 2
-            messages = [Message(str(newest - 29 + i), f"{text}{i}", 1_700_000_000_000 + i, "Ann")
+            # a re-sent id keeps its text (a changed one would be an edit)
+            messages = [Message(str(newest - 29 + i), f"{text}{newest - 29 + i}",
+                                1_700_000_000_000 + i, "Ann")
                         for i in range(30)]  # fmt: skip
             requests.append(_request(shared.state.buffers, ref, messages))
         save = _saver(buffers)

@@ -65,6 +65,19 @@ local function parsed(value)
   return nil, nil, nil, value
 end
 
+-- The expiry (ms) of a mark that holds fingerprint `fp`, else nil: the common case (a re-sent
+-- id, same text) read without parsing the mark, which cost a third of the script's time.
+local function same_text(value, fp)
+  local fp_end = 3 + #fp
+  if #fp == 0 or string.byte(value, 1) ~= 61 or string.find(value, fp, 4, true) ~= 4
+      or string.byte(value, fp_end + 1) ~= 32 then
+    return nil
+  end
+  local stop = string.find(value, ' ', fp_end + 2, true)
+  if not stop then return nil end
+  return tonumber(string.sub(value, fp_end + 2, stop - 1))
+end
+
 -- The buffered message at `idx` takes the new text (its speaker, time and ids stay), or, too
 -- short now, leaves the buffer (kept in the emptied hash to come back). A flush in flight
 -- takes its points back (generation); the open chunk's stored point is rewritten, or retired
@@ -178,19 +191,21 @@ for _, g in ipairs(plan.groups) do
       outcome = 'deleted'
       count(outcome, short)
     else
-      local state, old_fp, expires, where = parsed(value)
-      if state and old_fp == fp then
+      local expires = same_text(value, fp)
+      if expires then
         -- Seen with this text: a duplicate, kept remembered. The plugin re-sends every id
         -- thirty times: a write (and an AOF line) for each would be most of this script's
         -- cost, so the expiry is set back to `ttl` only once it is a step away from it: run
         -- down, or longer (the setting was lowered since).
         local left = expires - now
         if left < ttl_ms - refresh_ms or left > ttl_ms then
+          local state, _, _, where = parsed(value)
           redis.call('SET', seen, mark(state, fp, where), 'PX', ttl_ms)
         end
         outcome = 'same'
         count(outcome, short)
       else
+        local state, _, _, where = parsed(value)
         local new_state
         new_state, outcome = changed(state, where, g.edit_prefix .. id,
           string.sub(lines, pos, stop - 1), short, g)
