@@ -5,8 +5,9 @@ recalls exactly as it does against a Qdrant server (the Qdrant test server, same
 calls and statuses). On the pool, /retrieve recalls what it wrote (BM25 terms too), it recalls
 a chunk the Discord plugin saved, and its "Delete All Memories" keeps that chunk.
 
-Its embedding calls go to the embedding test server serve embeds with ("local" provider), so
-both sides hold the same vectors; memory-pool's own POST /v1/embeddings would serve the same.
+On the pool its embedding calls go to memory-pool's own POST /v1/embeddings ("local" provider),
+as README says to set it; against Qdrant, to the embedding test server serve embeds with, so
+both runs hold the same vectors.
 """
 
 from __future__ import annotations
@@ -68,11 +69,13 @@ def ask(question: str) -> list[dict[str, Any]]:
              "mes": question}]  # fmt: skip
 
 
-def scenario(qdrant_url: str, embeddings: EmbeddingServer, steps: list[str], question: str) -> dict:
+def scenario(qdrant_url: str, embeddings_url: str, steps: list[str], question: str) -> dict:
+    """st-qdrant-memory's settings as README tells a user to set them (on the pool, both URLs
+    are memory-pool's, one key in both fields), its chats and the steps to run."""
     settings = {
         "qdrantUrl": qdrant_url, "qdrantApiKey": KEY, "usePerCharacterCollections": True,
-        "embeddingProvider": "local", "localEmbeddingUrl": f"{embeddings.url}/embeddings",
-        "localEmbeddingApiKey": "test", "embeddingModel": "text-embedding-3-small",
+        "embeddingProvider": "local", "localEmbeddingUrl": embeddings_url,
+        "localEmbeddingApiKey": KEY, "embeddingModel": "text-embedding-3-small",
     }  # fmt: skip
     return {"settings": settings, "character": CHARACTER, "persona": PERSONA, "chats": CHATS,
             "live": talk("comet", 2, T0 + 3 * DAY), "recallChat": ask(question),
@@ -111,12 +114,17 @@ LIGHTHOUSE_QUESTION = "Do you remember Bartholomew at the old lighthouse with th
 def test_st_qdrant_memory_works_on_the_pool_as_on_qdrant(
     extension: Path, pool: Served, embeddings: EmbeddingServer, tmp_path: Path
 ) -> None:
-    pool_url = str(pool.http.base_url).rstrip("/") + "/qdrant"
-    on_pool = run_scenario(extension, scenario(pool_url, embeddings, FIRST, LIGHTHOUSE_QUESTION))
+    base = str(pool.http.base_url).rstrip("/")
+    pool_url, pool_embeddings = base + "/qdrant", base + "/v1/embeddings"
+    on_pool = run_scenario(
+        extension, scenario(pool_url, pool_embeddings, FIRST, LIGHTHOUSE_QUESTION)
+    )
+    # The same against a Qdrant server, embedding with the provider memory-pool embeds with.
     with QdrantTestServer(tmp_path / "qdrant") as qdrant:
         on_qdrant = run_scenario(
-            extension, scenario(qdrant.url, embeddings, FIRST, LIGHTHOUSE_QUESTION)
-        )
+            extension, scenario(qdrant.url, f"{embeddings.url}/embeddings", FIRST,
+                                LIGHTHOUSE_QUESTION)
+        )  # fmt: skip
     assert on_pool["collection"] == COLLECTION
     assert [p for p in on_pool["problems"] if p[0] == "error"] == [], pool.log_tail()
     results = on_pool["results"]
@@ -133,11 +141,11 @@ def test_st_qdrant_memory_works_on_the_pool_as_on_qdrant(
     assert on_pool["toasts"] == on_qdrant["toasts"]
     assert without_scores(results["recall"]) == without_scores(on_qdrant["results"]["recall"])
     assert results == {**on_qdrant["results"], "recall": results["recall"]}
-    _the_pool_recalls_st_and_st_recalls_the_pool(extension, pool, embeddings, pool_url)
+    _the_pool_recalls_st_and_st_recalls_the_pool(extension, pool, embeddings, base)
 
 
 def _the_pool_recalls_st_and_st_recalls_the_pool(
-    extension: Path, pool: Served, embeddings: EmbeddingServer, pool_url: str
+    extension: Path, pool: Served, embeddings: EmbeddingServer, base: str
 ) -> None:
     # /retrieve recalls st-qdrant-memory's points, by BM25 alone too (no cosine reaches 0.99)
     lexical_only = {"score_threshold": 0.99, "lexical_threshold": 0.01}
@@ -149,7 +157,8 @@ def _the_pool_recalls_st_and_st_recalls_the_pool(
     assert pool.post("/agents/seraphina/flush?wait=true")["done"]
     steps = ["recall", "deleteAll", "info"]
     question = "Did you hear the harbour whales singing beneath the pier?"
-    later = run_scenario(extension, scenario(pool_url, embeddings, steps, question))["results"]
+    on_pool = scenario(base + "/qdrant", base + "/v1/embeddings", steps, question)
+    later = run_scenario(extension, on_pool)["results"]
     [block] = later["recall"]
     assert "harbour whales singing" in block  # the Discord plugin's chunk, in st's block
     assert later["deleteAll"] is True
