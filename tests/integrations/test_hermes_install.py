@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from memory_pool.main import app
 
 PLUGIN_FILES = {
-    "__init__.py", "config.py", "sender.py", "turns.py", "plugin.yaml", "README.md",
+    "__init__.py", "config.py", "sender.py", "tools.py", "turns.py", "plugin.yaml", "README.md",
     "memory_pool_client.py",
 }  # fmt: skip
 
