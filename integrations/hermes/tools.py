@@ -171,7 +171,7 @@ def remember(
     message = fact_message(
         _text_argument(args, "fact", MAX_FACT_CHARS), now_ms=now_ms, user_id=user_id
     )
-    counts = client.save(agent, [message], source=SOURCE, timeout=timeout)
+    counts: Mapping[str, Any] = client.save(agent, [message], source=SOURCE, timeout=timeout)
     result: dict[str, Any] = {"message_id": message["message_id"]}
     if counts.get("refused"):
         reasons = [r.get("reason", "") for r in counts.get("refusals") or []]
