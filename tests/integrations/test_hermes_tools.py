@@ -4,8 +4,10 @@ loaded by Hermes' own plugin loader, tool calls routed by its MemoryManager, a l
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -257,3 +259,36 @@ def test_a_failing_spawn_context_thread_falls_back_to_a_plain_thread(
     live.stack.flush(AGENT)
     wanted = ["hermes:t-broken:1:assistant", "hermes:t-broken:1:user"]
     assert stored_ids(live, wanted) == wanted
+
+
+def test_a_plain_thread_keeps_the_callers_hermes_home(hermes_home: Path, tmp_path: Path) -> None:
+    """0.19.0 scopes a task's Hermes home in a context variable: the fallback thread carries it."""
+    from hermes_constants import (
+        get_hermes_home,
+        reset_hermes_home_override,
+        set_hermes_home_override,
+    )
+
+    load_provider()
+    spawn_thread = sys.modules[f"{MODULE}.sender"].spawn_thread
+    seen: list[Path] = []
+    token = set_hermes_home_override(tmp_path / "profile-b")
+    try:
+        spawn_thread(lambda: seen.append(get_hermes_home()), "memory-pool-test").join(5)
+    finally:
+        reset_hermes_home_override(token)
+    assert seen == [tmp_path / "profile-b"]
+
+
+def test_a_memory_pool_that_never_answers_is_a_tool_result(hermes_home: Path) -> None:
+    with socket.socket() as black_hole:  # accepts connections (backlog), never answers
+        black_hole.bind(("127.0.0.1", 0))
+        black_hole.listen(8)
+        url = f"http://127.0.0.1:{black_hole.getsockname()[1]}"
+        configure(hermes_home, url, timeout="0.5")
+        provider = initialized(hermes_home, "t-silent")
+        started = time.monotonic()
+        error = call(provider, SEARCH, {"query": "bees"})["error"]
+        assert time.monotonic() - started < 1.5
+        assert error == f"memory-pool at {url} did not answer in time; try again later"
+        provider.shutdown()
