@@ -18,6 +18,8 @@ install: $(BIN)/python
 # once into .cache/, st-qdrant-memory's own index.js, run there in node). Hermes is kept out of
 # site-packages: the wheel installs top-level `cli`, `utils`, `tools`… that would shadow
 # memory-pool's own modules; its pinned deps would clash with ours (hence --no-deps).
+# tests/integrations/test_hermes_pip.py builds the memory-pool-hermes wheel with pip, which
+# fetches its build backend (hatchling) from the package index into an isolated environment.
 install-test: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	test -f $(VENV)/hermes-agent/hermes_agent-0.19.0.dist-info/METADATA || \

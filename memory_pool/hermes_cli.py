@@ -12,6 +12,19 @@ hermes_app = typer.Typer(help="The Hermes Agent memory provider plugin.", no_arg
 
 HERMES_PLUGIN = "memory-pool"
 HERMES_PLUGIN_SOURCE = Path(__file__).resolve().parents[1] / "integrations" / "hermes"
+# the pip distribution's files, not the plugin's
+NOT_COPIED = ("__pycache__", "*.pyc", "pyproject.toml", "install.py")
+
+
+def _ours(folder: Path) -> bool:
+    """memory-pool's provider: a copy (with the client), or `memory-pool-hermes install`'s
+    folder for the pip-installed package (integrations/hermes/install.py)."""
+    if (folder / "memory_pool_client.py").is_file():
+        return True
+    try:
+        return "from memory_pool_hermes import" in (folder / "__init__.py").read_text()
+    except OSError:
+        return False
 
 
 def install_hermes_plugin(hermes_home: Path) -> Path:
@@ -24,13 +37,13 @@ def install_hermes_plugin(hermes_home: Path) -> Path:
     if not (HERMES_PLUGIN_SOURCE / "plugin.yaml").is_file():
         raise FileNotFoundError(f"no plugin sources at {HERMES_PLUGIN_SOURCE} (a checkout has)")
     target = hermes_home.expanduser() / "plugins" / HERMES_PLUGIN
-    if target.exists() and not (target / "memory_pool_client.py").is_file():
+    if target.exists() and not _ours(target):
         raise FileExistsError(f"{target} holds something else; move it away first")
     staging = target.with_name(f".{HERMES_PLUGIN}.installing")  # Hermes skips dot folders
     shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(
-        HERMES_PLUGIN_SOURCE, staging, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
-    )
+    # memory_pool_client.py is a link to client/http_client.py: copied as a file, and again
+    # from the client itself (a checkout without links holds the link's path as text)
+    shutil.copytree(HERMES_PLUGIN_SOURCE, staging, ignore=shutil.ignore_patterns(*NOT_COPIED))
     shutil.copyfile(http_client.__file__, staging / "memory_pool_client.py")
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)

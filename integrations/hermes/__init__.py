@@ -1,23 +1,30 @@
-"""memory-pool as a Hermes Agent memory provider: each turn to /save, /retrieve before each turn.
+"""memory-pool as a Hermes Agent memory provider: each turn to /save, /retrieve before each turn,
+and two tools for the model (memory_pool_search, memory_pool_remember).
 
-Installed by `memory-pool hermes install` into $HERMES_HOME/plugins/memory-pool/, together with
-memory_pool_client.py (a copy of memory-pool's client/http_client.py, the one place that knows
-the HTTP API). Activate with `memory.provider: memory-pool` in Hermes' config.yaml.
+Two ways in: `pip install memory-pool-hermes` (this package as `memory_pool_hermes`, found by the
+`hermes_agent.memory_providers` entry point, or by the folder `memory-pool-hermes install` puts
+in $HERMES_HOME/plugins/ for Hermes releases that read only that), or `memory-pool hermes
+install` from a memory-pool checkout (a copy in $HERMES_HOME/plugins/memory-pool/). Either way
+memory_pool_client.py beside this file is memory-pool's client/http_client.py, the one place
+that knows the HTTP API. Activate with `memory.provider: memory-pool` in Hermes' config.yaml.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from agent.memory_provider import MemoryProvider
 
+from . import tools
 from .config import CONFIG_SCHEMA, PluginConfig, default_hermes_home, load_config, save_config
 from .memory_pool_client import MemoryPoolClient
-from .sender import Sender
-from .turns import SOURCE, SessionTurns, turn_messages
+from .sender import Sender, spawn_thread
+from .turns import SOURCE, SessionTurns, strip_recall, turn_messages
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +41,7 @@ class MemoryPoolProvider(MemoryProvider):
         self._client: MemoryPoolClient | None = None
         self._sender: Sender | None = None
         self._writes = False
+        self._agent_context = "primary"
         self._session_id = ""
         self._user_id: str | None = None
         self._user_name: str | None = None
@@ -55,7 +63,8 @@ class MemoryPoolProvider(MemoryProvider):
         self._config = load_config(kwargs.get("hermes_home") or default_hermes_home())
         self._session_id = session_id or ""
         # Older hosts do not say; Hermes passes "primary" for the agent the user talks to.
-        self._writes = kwargs.get("agent_context", "primary") == "primary"
+        self._agent_context = str(kwargs.get("agent_context") or "primary")
+        self._writes = self._agent_context == "primary"
         self._user_id = str(kwargs["user_id"]) if kwargs.get("user_id") else None
         self._user_name = str(kwargs["user_name"]) if kwargs.get("user_name") else None
         if self._client is None:
@@ -67,8 +76,48 @@ class MemoryPoolProvider(MemoryProvider):
         if self._sender is None and self._writes:
             self._sender = Sender(self._save)
 
+    # -- the model's tools ---------------------------------------------------
+
     def get_tool_schemas(self) -> list[dict[str, Any]]:
-        return []
+        """memory_pool_search and memory_pool_remember (asked before initialize: always both)."""
+        return [copy.deepcopy(schema) for schema in tools.SCHEMAS]
+
+    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        """The tool's result as a JSON string; a failure is a result with its reason too."""
+        try:
+            arguments = args if isinstance(args, Mapping) else {}
+            result = self._tool_call(tool_name, arguments, str(kwargs.get("session_id") or ""))
+        except Exception as exc:
+            logger.debug("memory-pool: tool %s failed", tool_name, exc_info=True)
+            result = tools.failure(exc, self._config.url)
+        return tools.tool_result(result)
+
+    def _tool_call(
+        self, tool_name: str, args: Mapping[str, Any], session_id: str
+    ) -> dict[str, Any]:
+        client, agent = self._client, self._config.agent
+        if tool_name not in tools.TOOL_NAMES:
+            return {"error": f"memory-pool has no tool {tool_name!r}"}
+        if client is None or not agent:
+            return {"error": "memory-pool is not set up: no agent name (MEMORY_POOL_AGENT)"}
+        if tool_name == tools.SEARCH_TOOL:
+            with self._lock:
+                exclude = self._session(session_id).recent_ids()
+            return tools.search(client, agent, args, exclude=exclude, timeout=self._config.timeout)
+        if not self._writes:
+            reason = (
+                f"not stored: this is a {self._agent_context} agent, and only the primary "
+                "agent (the one the user talks to) writes to memory-pool"
+            )
+            return {"stored": False, "reason": reason}
+        return tools.remember(
+            client,
+            agent,
+            args,
+            user_id=self._user_id,
+            now_ms=int(time.time() * 1000),
+            timeout=self._config.timeout,
+        )
 
     # -- recall --------------------------------------------------------------
 
@@ -91,12 +140,15 @@ class MemoryPoolProvider(MemoryProvider):
             except Exception as exc:
                 logger.debug("memory-pool: recall failed: %s", exc)
 
-        worker = threading.Thread(target=recall, name="memory-pool-recall", daemon=True)
-        worker.start()
+        worker = spawn_thread(recall, "memory-pool-recall")
         worker.join(self._config.timeout)
         if worker.is_alive():
             logger.debug("memory-pool: recall took over %.1fs", self._config.timeout)
-        return result.get("formatted", "")
+        formatted = result.get("formatted", "")
+        if formatted:
+            with self._lock:  # so that a turn handed back with it is saved without it
+                self._session(session_id).recalled.append(formatted)
+        return formatted
 
     # -- writes --------------------------------------------------------------
 
@@ -113,16 +165,18 @@ class MemoryPoolProvider(MemoryProvider):
         try:
             if not (self._writes and self._sender and self._config.agent):
                 return
-            if not (user_content or "").strip() and not (assistant_content or "").strip():
-                return
             with self._lock:
                 session = self._session(session_id)
+                user = strip_recall(user_content or "", session.recalled)
+                assistant = strip_recall(assistant_content or "", session.recalled)
+                if not user.strip() and not assistant.strip():
+                    return
                 turn = session.next_turn(messages)
                 body = turn_messages(
                     session.session_id,
                     turn,
-                    user_content or "",
-                    assistant_content or "",
+                    user,
+                    assistant,
                     now_ms=int(time.time() * 1000),
                     user_id=self._user_id,
                     user_name=self._user_name,

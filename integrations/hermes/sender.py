@@ -1,7 +1,9 @@
-"""A daemon thread that posts queued saves in order, so Hermes never waits for memory-pool."""
+"""A daemon thread that posts queued saves in order, so Hermes never waits for memory-pool;
+and how the plugin starts its threads."""
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import queue
 import threading
@@ -12,6 +14,36 @@ logger = logging.getLogger(__name__)
 
 MAX_PENDING = 100
 _STOP = object()
+
+
+def _host_spawn() -> Callable[..., Any] | None:
+    """Hermes' `spawn_context_thread` (agent.memory_provider, newer releases), else None."""
+    try:
+        from agent import memory_provider
+    except ImportError:
+        return None
+    spawn = getattr(memory_provider, "spawn_context_thread", None)
+    return spawn if callable(spawn) else None
+
+
+def spawn_thread(target: Callable[[], object], name: str) -> threading.Thread:
+    """Start a daemon thread running `target`, through the host's `spawn_context_thread` where
+    it has one (so the work runs in the caller's profile: its Hermes home and secrets), else a
+    plain thread run in a copy of the caller's context variables (0.19.0's Hermes-home
+    override lives in one)."""
+    spawn = _host_spawn()
+    if spawn is not None:
+        try:
+            thread = spawn(target, name=name, daemon=True)
+            if thread.ident is None:  # not started yet (the host's helper only builds it)
+                thread.start()
+            return thread
+        except Exception:
+            logger.debug("memory-pool: spawn_context_thread failed; a plain thread", exc_info=True)
+    context = contextvars.copy_context()
+    thread = threading.Thread(target=context.run, args=(target,), name=name, daemon=True)
+    thread.start()
+    return thread
 
 
 class Sender:
@@ -34,12 +66,9 @@ class Sender:
             if self._queue.qsize() >= self._max_pending:
                 logger.warning("memory-pool: %d saves waiting; dropping one", self._max_pending)
                 return False
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="memory-pool-sync", daemon=True
-                )
-                self._thread.start()
             self._queue.put(item)
+            if self._thread is None:
+                self._thread = spawn_thread(self._run, "memory-pool-sync")
             return True
 
     def close(self, timeout: float) -> bool:

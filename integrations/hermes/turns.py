@@ -1,7 +1,10 @@
-"""Hermes turns as memory-pool /save messages: stable ids, speakers, and what to re-send."""
+"""Hermes turns as memory-pool /save messages: stable ids, speakers, what to re-send, and the
+recall block kept out of them; and the facts the model keeps with its remember tool."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -12,11 +15,53 @@ SOURCE = "hermes"
 # messages: a turn lost while memory-pool was down arrives with the next one, and memory-pool
 # counts the re-sent ids as duplicates.
 RESEND_TURNS = 3
+# The recall blocks prefetch returned lately, per session: a host that puts one into the user's
+# message hands it back to sync_turn, and it must not be saved as what the user said.
+RECALLED_BLOCKS = 4
+FACTS_CONVERSATION = f"{SOURCE}:facts"
+
+# Hermes fences what prefetch returns in <memory-context> (agent/memory_manager.py)
+_FENCED = re.compile(r"<\s*memory-context\s*>[\s\S]*?</\s*memory-context\s*>", re.IGNORECASE)
+# memory-pool's (st-qdrant-memory's) block: the header, then one line per hit (newlines in a
+# hit's text are written as spaces), each ending in its score
+_RECALL_BLOCK = re.compile(r"\[Past chat memories\]\n+(?:• [^\n]*\(score: -?\d+%\)(?:\n+|$))*")
 
 
 def message_id(session_id: str, turn: int, role: str) -> str:
     """`hermes:<session>:<turn>:<role>`: the same turn always gets the same id."""
     return f"{SOURCE}:{session_id}:{turn}:{role}"
+
+
+def strip_recall(text: str, recalled: Iterable[str] = ()) -> str:
+    """`text` without a recall block injected into it: the blocks prefetch returned, Hermes'
+    <memory-context> fence and any `[Past chat memories]` block; unchanged when it holds none."""
+    if not text:
+        return text
+    cleaned = text
+    for block in recalled:
+        if block.strip():
+            cleaned = cleaned.replace(block, "\n").replace(block.strip(), "\n")
+    cleaned = _RECALL_BLOCK.sub("", _FENCED.sub("", cleaned))
+    return text if cleaned == text else cleaned.strip()
+
+
+def fact_message(fact: str, *, now_ms: int, user_id: str | None = None) -> dict[str, Any]:
+    """A fact the model chose to keep, as the agent's own message: whitespace collapsed, in
+    the facts conversation (the user's own when the host names the user), with an id made from
+    both, so keeping the same fact again is a duplicate."""
+    text = " ".join(fact.split())
+    conversation = f"{FACTS_CONVERSATION}:{user_id}" if user_id else FACTS_CONVERSATION
+    digest = hashlib.sha256(f"{conversation}\n{text}".encode()).hexdigest()[:24]
+    message: dict[str, Any] = {
+        "message_id": f"{SOURCE}:fact:{digest}",
+        "text": text,
+        "ts": now_ms,
+        "speaker_kind": "self",
+        "conversation_id": conversation,
+    }
+    if user_id:
+        message["user_id"] = user_id  # a delete by user id forgets what was kept about them
+    return message
 
 
 def user_turns(messages: Iterable[Any] | None) -> int:
@@ -65,6 +110,7 @@ class SessionTurns:
     session_id: str
     turn: int = 0
     recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=2 * RESEND_TURNS))
+    recalled: deque[str] = field(default_factory=lambda: deque(maxlen=RECALLED_BLOCKS))
 
     def next_turn(self, messages: Iterable[Any] | None) -> int:
         """The transcript's count of user messages (so a restarted provider continues where

@@ -7,25 +7,23 @@ import json
 import socket
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from client.http_client import MemoryPoolClient
-from memory_pool.main import app
-from tests.support.embedding_server import EmbeddingServer
-from tests.support.live_server import Live, fresh_live_memory_pool
-from tests.support.redis_server import RedisServer, free_port
+from tests.integrations.hermes_support import (
+    AGENT,
+    HEADER,
+    MODULE,
+    PLUGIN,
+    configure,
+    initialized,
+    load_provider,
+    stored_ids,
+)
+from tests.support.live_server import Live
+from tests.support.redis_server import free_port
 
-AGENT = "hermes-test"
-AGENTS_FILE = {"agents": [{"name": AGENT, "self_speaker": "Hermes"}]}
-HEADER = "\n[Past chat memories]\n\n"
-PLUGIN = "memory-pool"
-MODULE = f"_hermes_user_memory.{PLUGIN}"
-ENV_VARS = ("MEMORY_POOL_URL", "MEMORY_POOL_AGENT", "MEMORY_POOL_TIMEOUT", "MEMORY_POOL_API_KEY")
 TURNS = [
     ("my cat is called Marmalade and she sleeps in the lighthouse lantern room",
      "Marmalade in the lantern room sounds like the warmest cat on the coast"),
@@ -34,58 +32,6 @@ TURNS = [
     ("tomorrow I will paint the lighthouse door blue",
      "a blue lighthouse door will look lovely next to Marmalade's orange fur"),
 ]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def live(
-    redis_server: RedisServer,
-    embedding_server: EmbeddingServer,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Live]:
-    data_dir = tmp_path_factory.mktemp("hermes")
-    with fresh_live_memory_pool(redis_server, embedding_server, data_dir, AGENTS_FILE) as up:
-        yield up
-
-
-@pytest.fixture
-def hermes_home(
-    tmp_path: Path, hermes_agent: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Path]:
-    """A fresh HERMES_HOME with the plugin installed by the command line."""
-    home = tmp_path / "hermes-home"
-    result = CliRunner().invoke(app, ["hermes", "install", "--hermes-home", str(home)])
-    assert result.exit_code == 0, result.output
-    monkeypatch.setenv("HERMES_HOME", str(home))
-    for var in ENV_VARS:
-        monkeypatch.delenv(var, raising=False)
-    yield home
-    for name in [n for n in sys.modules if n == MODULE or n.startswith(f"{MODULE}.")]:
-        del sys.modules[name]
-
-
-def load_provider() -> Any:
-    """The provider as Hermes gets it when config.yaml says `memory.provider: memory-pool`."""
-    from plugins.memory import load_memory_provider
-
-    provider = load_memory_provider(PLUGIN)
-    assert provider is not None, "Hermes could not load the installed plugin"
-    return provider
-
-
-def configure(home: Path, url: str, timeout: str = "3") -> None:
-    load_provider().save_config({"url": url, "agent": AGENT, "timeout": timeout}, str(home))
-
-
-def initialized(home: Path, session_id: str, **context: Any) -> Any:
-    provider = load_provider()
-    kwargs = {"hermes_home": str(home), "platform": "cli", "agent_context": "primary"}
-    provider.initialize(session_id, **(kwargs | context))
-    return provider
-
-
-def stored_ids(live: Live, ids: list[str]) -> list[str]:
-    with MemoryPoolClient(live.url) as client:
-        return client.known_ids(AGENT, ids)
 
 
 def test_the_installed_plugin_is_a_hermes_memory_provider(hermes_home: Path) -> None:
@@ -104,7 +50,8 @@ def test_the_installed_plugin_is_a_hermes_memory_provider(hermes_home: Path) -> 
     assert sys.modules[f"{MODULE}.memory_pool_client"].__file__ == str(
         folder / "memory_pool_client.py"
     )
-    assert provider.get_tool_schemas() == []
+    names = [schema["name"] for schema in provider.get_tool_schemas()]
+    assert names == ["memory_pool_search", "memory_pool_remember"]
     assert not provider.is_available()  # no agent configured yet
     assert PLUGIN in [name for name, _, _ in discover_memory_providers()]
 

@@ -1,0 +1,1 @@
+../../client/http_client.py
