@@ -10,13 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.routing import Route
 from typer.testing import CliRunner
 
+from api.app import create_app
 from api.mcp.backend import ToolFailure
 from api.mcp.shapes import chosen_message_id, outcome, recalled, time_filter
 from api.mcp.tools import build_server
 from memory_pool.main import app
 from shared.format.ids import message_id_problem
+from tests.support.stack import stack_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ["forget", "list_agents", "recall", "remember"]
@@ -129,3 +132,16 @@ def test_a_hit_reads_both_writers_payloads() -> None:
     )
     assert st.speakers == ["user"] and st.message_ids == ["9", "8"] and st.date is None
     assert st.source is None
+
+
+def test_the_mount_is_one_route_and_no_middleware(tmp_path: Path) -> None:
+    """/save and /retrieve pay nothing for the MCP server: it adds no middleware (which every
+    request would pass through), only /mcp, out of the OpenAPI schema."""
+    settings = stack_settings("redis://127.0.0.1:1", "http://127.0.0.1:1", tmp_path)
+    app = create_app(settings)
+    middleware = {m.cls.__module__ for m in app.user_middleware}
+    assert middleware == {"api.middleware", "api.cors", "api.metrics", "api.request_id"}
+    mcp_routes = [r for r in app.routes if getattr(r, "path", "").startswith("/mcp")]
+    assert len(mcp_routes) == 1 and isinstance(mcp_routes[0], Route)
+    assert not mcp_routes[0].include_in_schema and mcp_routes[0].methods is None
+    assert "/mcp" not in app.openapi()["paths"]
