@@ -310,5 +310,14 @@ def test_the_door_stands_before_mcp(pool: Served) -> None:
     )
     assert big.status_code == 413
     assert "/mcp" not in pool.http.get("/openapi.json").json()["paths"]
+    # past the door, MCP's own answers reach the client as the SDK wrote them
+    key = {"Authorization": f"Bearer {MYTHOS_KEY}"}
+    listed = pool.http.post("/mcp", json=body, headers=accept | key)
+    assert listed.status_code == 200, listed.text
+    assert {t["name"] for t in listed.json()["result"]["tools"]} == TOOLS
+    unacceptable = pool.http.post("/mcp", json=body, headers={"Accept": "text/html"} | key)
+    # a JSON-RPC error, not rewritten into memory-pool's {error, detail}; with a request id
+    assert unacceptable.status_code == 406 and unacceptable.json()["jsonrpc"] == "2.0"
+    assert unacceptable.headers["x-request-id"]
     with httpx.Client(base_url=url_of(pool), timeout=10) as http:
         assert http.get("/health").status_code == 200
