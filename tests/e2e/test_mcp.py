@@ -45,6 +45,9 @@ MAX_BODY = 64 * 1024
 MAX_CHARS = 20_000
 TOOLS = {"recall", "remember", "forget", "list_agents"}
 TRANSPORTS = ["http", "stdio"]
+# The same, with the initialize handshake of the protocol versions before 2026-07-28, which the
+# SDK's client negotiates only when asked to and most hosts still speak.
+BOTH_ERAS = [*TRANSPORTS, "http-legacy", "stdio-legacy"]
 
 
 @pytest.fixture(scope="module")
@@ -73,12 +76,14 @@ async def connected(
     pool: Served, transport: str, key: str | None, *, agent: str | None = None, url: str = ""
 ) -> AsyncIterator[Client]:
     """The SDK's client on one transport: /mcp with the key as a Bearer, or `memory-pool mcp`
-    spawned with --url (and --api-key, --agent)."""
-    if transport == "http":
+    spawned with --url (and --api-key, --agent); "-legacy": with the initialize handshake."""
+    kind, _, era = transport.partition("-")
+    mode = era or "auto"
+    if kind == "http":
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
             transport_cm = streamable_http_client(f"{url or url_of(pool)}/mcp", http_client=http)
-            async with Client(transport_cm) as client:
+            async with Client(transport_cm, mode=mode) as client:
                 yield client
         return
     args = ["-m", "memory_pool.main", "mcp", "--url", url or url_of(pool)]
@@ -87,7 +92,7 @@ async def connected(
     env = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "")}
     params = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=ROOT)
     with (pool.data_dir.parent / "mcp-stdio.log").open("a") as errlog:
-        async with Client(stdio_client(params, errlog=errlog)) as client:
+        async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:
             yield client
 
 
@@ -159,7 +164,7 @@ def test_tools_are_listed_with_when_to_call_them(pool: Served, transport: str) -
     asyncio.run(scenario())
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("transport", BOTH_ERAS)
 def test_remember_then_recall_then_forget(pool: Served, transport: str) -> None:
     text = f"Alex's sister Mira keeps bees on the {transport} lighthouse island"
     query = f"who keeps bees on the {transport} lighthouse island?"
@@ -191,14 +196,14 @@ def test_remember_then_recall_then_forget(pool: Served, transport: str) -> None:
     asyncio.run(scenario())
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("transport", BOTH_ERAS)
 def test_remember_with_a_speaker_an_id_and_a_conversation(pool: Served, transport: str) -> None:
     text = f"the {transport} orchard by the old mill grows quinces every autumn"
 
     async def scenario() -> None:
         async with connected(pool, transport, OPS_KEY, agent="mythos") as client:
             # an all-agents key: over HTTP the agent is named, over stdio --agent names it
-            agent = {"agent": "mythos"} if transport == "http" else {}
+            agent = {"agent": "mythos"} if transport.startswith("http") else {}
             kept = await call(
                 client,
                 "remember",
@@ -221,7 +226,7 @@ def test_remember_with_a_speaker_an_id_and_a_conversation(pool: Served, transpor
     asyncio.run(scenario())
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("transport", BOTH_ERAS)
 def test_a_scoped_key_cannot_reach_another_agent(pool: Served, transport: str) -> None:
     async def scenario() -> None:
         async with connected(pool, transport, OPS_KEY, agent="polaris") as ops:
