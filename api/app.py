@@ -1,4 +1,5 @@
-"""Assembles the FastAPI application: routers, error handlers and the process runtime."""
+"""Assembles the FastAPI application: routers, the MCP server, error handlers and the process
+runtime."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from fastapi import FastAPI
 
 from api.cors import Cors
 from api.errors import install_error_handlers
+from api.mcp.mount import install_mcp
 from api.metrics import ApiMeters, HttpMetrics, backlog_registry
 from api.middleware import install_door
 from api.openai_compat.service import EmbeddingSlots
@@ -53,7 +55,8 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
         app.state.names = AgentNames(app.state.saver.redis, app.state.runtime.agents)
         _start_metrics(app, settings)
         try:
-            yield
+            async with app.state.mcp.running():  # the MCP server's sessions (api/mcp)
+                yield
         finally:
             await app.state.saver.close()
             if owned:
@@ -83,6 +86,7 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
     app.include_router(quarantine.router)
     app.include_router(pool_transfer.router)
     app.include_router(embeddings.router)
+    app.state.mcp = install_mcp(app, settings.max_body_bytes)
     app.include_router(qdrant.router)  # last: its catch-all answers every other /qdrant path
     return app
 

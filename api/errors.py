@@ -132,7 +132,8 @@ def _not_json(error: dict) -> str | None:
     return None
 
 
-def _listed(errors: list[Any]) -> str:
+def listed_errors(errors: list[Any]) -> str:
+    """The first five of pydantic's errors as one line: `where: what; ...` (a 422's detail)."""
     detail = "; ".join(f"{_where(e['loc'])}: {e['msg']}" for e in errors[:5])
     return detail + (f"; and {len(errors) - 5} more" if len(errors) > 5 else "")
 
@@ -147,7 +148,7 @@ VALUE_ERRORS = frozenset({
 def _qdrant_invalid(errors: list[Any]) -> JSONResponse:
     """A /qdrant body refused in Qdrant's words and statuses."""
     first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
-    listed = _not_json(first) or _listed(errors)
+    listed = _not_json(first) or listed_errors(errors)
     if errors and all(e.get("type") in VALUE_ERRORS for e in errors):
         return qdrant_error(422, f"Validation error in JSON body: [{listed}]")
     return qdrant_error(400, f"Format error in JSON body: {listed}")
@@ -183,7 +184,7 @@ async def _invalid(request: Request, exc: RequestValidationError) -> JSONRespons
     not_json = _not_json(first)
     if not_json:
         return _answer(request, 400, "invalid_json", not_json)
-    return _answer(request, 422, "invalid_request", _listed(errors))
+    return _answer(request, 422, "invalid_request", listed_errors(errors))
 
 
 async def _redis_down(request: Request, exc: redis.RedisError) -> JSONResponse:

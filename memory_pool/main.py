@@ -1,6 +1,6 @@
 """The `memory-pool` command: its subcommands, each a thin call into the service. The
 deployment's processes are here; moving a pool is in pool_cli.py, Hermes' plugin in
-hermes_cli.py."""
+hermes_cli.py, the MCP server over stdio in mcp_cli.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from memory_pool import hermes_cli, pool_cli
+from memory_pool import hermes_cli, mcp_cli, pool_cli
 from memory_pool.cli_common import (
     ConfigOption,
     MetricsHost,
@@ -172,6 +172,7 @@ def health(
 
 
 pool_cli.register(app)
+mcp_cli.register(app)
 app.add_typer(hermes_cli.hermes_app, name="hermes")
 
 

@@ -9,11 +9,12 @@ from fastapi import APIRouter, Request
 from api.deps import RuntimeDep, agent_for, agent_names, meters, saver
 from api.ingest import Ingest, check_limits, ingest
 from api.save_body import OPENAPI_BODY, save_body
-from api.schemas import AGENT_ACCESS, SaveResponse, error_docs
+from api.schemas import AGENT_ACCESS, SaveRequest, SaveResponse, error_docs
 from shared.errors import AgentBlocked
 from shared.format.flush_plan import idle_seconds
 from shared.format.ids import shown
 from shared.ops import log_context
+from shared.runtime import Runtime
 from shared.state.buffers import AgentRef, ConversationSettings
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,12 @@ async def save(request: Request, runtime: RuntimeDep) -> SaveResponse:
     text is an edit (README "Edits"): counted `edited`, or `stale` when its chunk cannot be
     rebuilt."""
     body = await save_body(request)  # a call, not a dependency: one resolution step less
+    return await save_messages(body, request, runtime)
+
+
+async def save_messages(body: SaveRequest, request: Request, runtime: Runtime) -> SaveResponse:
+    """/save once its body is read: also the MCP server's `remember` (api/mcp), with the request
+    that carried the tool call (its key)."""
     check_limits(body, runtime.settings)
     agent = await agent_names(request).canonical(agent_for(body.bot, runtime, request))
     log_context.set_field("agent", agent.name)
