@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ from fastapi.testclient import TestClient
 from shared.agents import Agents, ApiKey
 from tests.support.door import MakeApp, agents, app_factory, client_for, is_qdrant_error_shape
 from tests.support.embedding_server import EMBEDDING_DIMS, EmbeddingServer, embed_text
+from tests.support.qdrant_server import QdrantTestServer
+from tests.support.stores import KINDS
 
 BOT = "mythos"
 COLLECTION = f"/qdrant/collections/mem_{BOT}"
@@ -33,9 +36,15 @@ def make(redis_url: str, embeddings: EmbeddingServer, tmp_path: Path) -> Iterato
         yield factory
 
 
-@pytest.fixture
-def client(make: MakeApp) -> Iterator[TestClient]:
-    with client_for(make(agents())) as test_client:
+@pytest.fixture(params=KINDS)
+def client(request: pytest.FixtureRequest, make: MakeApp, tmp_path: Path) -> Iterator[TestClient]:
+    """An app on each store: Qdrant Edge, and a Qdrant server (QDRANT_URL)."""
+    with ExitStack() as stack:
+        overrides: dict[str, Any] = {}
+        if request.param == "server":
+            server = stack.enter_context(QdrantTestServer(tmp_path / "qdrant"))
+            overrides["QDRANT_URL"] = server.url
+        test_client = stack.enter_context(client_for(make(agents(), **overrides)))
         create(test_client)
         yield test_client
 
@@ -168,12 +177,15 @@ def test_a_wrong_api_key_is_refused_at_the_door_before_the_body(make: MakeApp) -
 BEYOND_FLOAT32 = 1e39
 
 
-def test_vectors_beyond_float32_are_refused_or_harmless(client: TestClient) -> None:
+@pytest.mark.parametrize("loudness", [BEYOND_FLOAT32, -BEYOND_FLOAT32])
+def test_vectors_beyond_float32_are_refused_or_harmless(
+    client: TestClient, loudness: float
+) -> None:
     """A vector of finite numbers too big for float32 must be refused (400/422) or stored so
     that no search and no recall answers 500 (a NaN score is no JSON, nor a percentage)."""
     upsert(client, point("the lighthouse keeper waters the garden"))
     loud = point("Bartholomew rowed to the lighthouse")
-    loud["vector"] = [BEYOND_FLOAT32] * EMBEDDING_DIMS
+    loud["vector"] = [loudness] * EMBEDDING_DIMS
     put = no_server_error(client.put(f"{COLLECTION}/points?wait=true", json={"points": [loud]}))
     search = {"vector": embed_text("the lighthouse", EMBEDDING_DIMS), "limit": 5,
               "with_payload": True}  # fmt: skip
@@ -182,7 +194,7 @@ def test_vectors_beyond_float32_are_refused_or_harmless(client: TestClient) -> N
         body = {"bot": BOT, "query_text": "Bartholomew lighthouse", "score_threshold": -1,
                 "lexical_threshold": 0.01, "recall": recall}  # fmt: skip
         no_server_error(client.post("/retrieve", json=body))
-    loud_query = {**search, "vector": [BEYOND_FLOAT32] * EMBEDDING_DIMS}
+    loud_query = {**search, "vector": [loudness] * EMBEDDING_DIMS}
     no_server_error(client.post(f"{COLLECTION}/points/search", json=loud_query))
     if put.status_code != 200:
         assert is_qdrant_error_shape(put.json()), put.text
@@ -216,3 +228,53 @@ def test_an_upsert_into_a_collection_of_another_model_is_refused(make: MakeApp) 
         assert 400 <= put.status_code < 500, put.text
         assert is_qdrant_error_shape(put.json()), put.text
         assert store.count(f"mem_{BOT}") == 0
+
+
+JUNK_PAYLOADS: list[dict[str, Any]] = [
+    {},  # no text at all
+    {"text": 42, "speakers": ["a", "b"], "messageIds": 7, "timestamp": "yesterday"},
+    {"text": {"nested": [1, {"deeper": None}]}, "source": {"a": 1}, "timestamp": -5},
+    {"text": None, "messageIdList": "m1", "userIdList": "u1", "timestamp": 1.5e12},
+    {"text": "x", "chunkMessages": "not a list", "isChunk": "yes", "timestamp": True},
+    {"text": "y", "chunkMessages": [1, "a", None, {"id": "m1"}], "messageIds": "m1"},
+    {"text": "z", "chunkMessages": [{"id": {"a": 1}, "ts": "soon", "text": 1, "speaker": 2}]},
+    {"text": "w", "source": "", "channelId": 5, "conversationId": ["c"], "guildId": {}},
+    {"text": "v", "source": None, "messageIdList": [1, None, {"x": 1}], "timestamp": 2**63 - 1},
+    {"text": "u" * 5000, "speakers": None, "messageIds": ",,,m1,,", "timestamp": -(2**63)},
+]
+
+
+def test_junk_payloads_break_no_reader_of_the_collection(client: TestClient) -> None:
+    """Payloads no writer of memory-pool's makes (missing or non-string text, fields of the
+    wrong type, nested junk, extreme timestamps), written through /qdrant: recall, the
+    viewer's reads, stats, timeline, export, known ids, edits and deletes answer without 5xx."""
+    sent = [{**point("junk"), "payload": payload} for payload in JUNK_PAYLOADS]
+    upsert(client, *sent)
+    scroll = client.post(f"{COLLECTION}/points/scroll", json={"limit": 100}).json()
+    ids = [p["id"] for p in scroll["result"]["points"]]
+    assert len(ids) == len(JUNK_PAYLOADS)
+    for recall in ("hybrid", "dense"):
+        body = {"bot": BOT, "query_text": "junk", "score_threshold": -1, "recall": recall,
+                "lexical_threshold": 0.01, "exclude_message_ids": ["m1"]}  # fmt: skip
+        assert no_server_error(client.post("/retrieve", json=body)).status_code == 200
+    cursor, pages = None, 0
+    while pages < 20:
+        params: dict[str, Any] = {"limit": 2, **({"cursor": cursor} if cursor else {})}
+        page = no_server_error(client.get(f"/agents/{BOT}/memories", params=params))
+        assert page.status_code == 200, page.text
+        cursor, pages = page.json()["next_cursor"], pages + 1
+        if cursor is None:
+            break
+    for pid in ids:
+        assert no_server_error(client.get(f"/agents/{BOT}/memories/{pid}")).status_code == 200
+    for path in ("stats", "timeline", "export?timeout=5"):
+        assert no_server_error(client.get(f"/agents/{BOT}/{path}")).status_code == 200
+    known = {"message_ids": ["m1", "u1"], "source": "discord"}
+    no_server_error(client.post(f"/agents/{BOT}/known-ids", json=known))
+    no_server_error(client.patch(f"/agents/{BOT}/messages/m1", json={"text": "new text here"}))
+    for scope in ({"message_id": "m1"}, {"user_id": "u1"}, {"source": "discord"}):
+        no_server_error(client.post(f"/agents/{BOT}/delete/preview", json=scope))
+        no_server_error(client.post(f"/agents/{BOT}/delete", json=scope))
+    for pid in ids[:3]:
+        no_server_error(client.delete(f"/agents/{BOT}/memories/{pid}"))
+    assert no_server_error(client.delete(COLLECTION)).status_code == 200
