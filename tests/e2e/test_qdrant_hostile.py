@@ -278,3 +278,36 @@ def test_junk_payloads_break_no_reader_of_the_collection(client: TestClient) -> 
     for pid in ids[:3]:
         no_server_error(client.delete(f"/agents/{BOT}/memories/{pid}"))
     assert no_server_error(client.delete(COLLECTION)).status_code == 200
+
+
+OTHER_SPELLINGS = [
+    "mem_polaris", "mem_Polaris", "mem_POLARIS", "mem_polaris.", "mem_polaris_", "mem__polaris",
+    "MEM_polaris", "mem_ｐolaris", "mem_polarİs", "mem_polaris%2F..%2Fmem_mythos",
+    "mem_mythos%2F..%2Fmem_polaris", "%2E%2E%2Fmem_polaris", "mem_polaris%00", "mem_polaris%20",
+    "mem_mythos%2Fpoints", "mem_polari%C5%BF",
+]  # fmt: skip
+
+
+def test_a_scoped_key_reaches_no_other_spelling_of_another_agent(make: MakeApp) -> None:
+    """A key scoped to mythos, on a pool where polaris has a collection: every spelling of
+    polaris's (case, unicode look-alikes, dots, url-encoded slashes and NULs) is refused in
+    Qdrant's shape, creates nothing and reads nothing."""
+    with client_for(keyed_app(make)) as client:
+        store = client.app.state.runtime.store  # type: ignore[attr-defined]
+        store.ensure_collection("mem_polaris", size=EMBEDDING_DIMS, model="m")
+        before = sorted(store.collection_names())
+        mine = {"api-key": "st-key-0123456789abcdef"}
+        create_body = {"vectors": {"size": EMBEDDING_DIMS, "distance": "Cosine"}}
+        for name in OTHER_SPELLINGS:
+            path = f"/qdrant/collections/{name}"
+            for method, suffix, body in [
+                ("GET", "", None), ("PUT", "", create_body), ("DELETE", "", None),
+                ("PUT", "/points", {"points": [point("x")]}),
+                ("POST", "/points/scroll", {}), ("POST", "/points/count", {}),
+            ]:  # fmt: skip
+                response = client.request(method, path + suffix, json=body, headers=mine)
+                assert response.status_code in (400, 403, 404, 422), (name, method, response.text)
+                assert is_qdrant_error_shape(response.json()), response.text
+        assert sorted(store.collection_names()) == before
+        listed = client.get("/qdrant/collections", headers=mine).json()["result"]
+        assert listed == {"collections": []}
