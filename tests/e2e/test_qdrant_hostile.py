@@ -311,3 +311,28 @@ def test_a_scoped_key_reaches_no_other_spelling_of_another_agent(make: MakeApp) 
         assert sorted(store.collection_names()) == before
         listed = client.get("/qdrant/collections", headers=mine).json()["result"]
         assert listed == {"collections": []}
+
+
+@pytest.mark.parametrize(
+    ("origin", "path"),
+    [("http://127.0.0.1:8000.evil.com", "/qdrant/collections"),
+     ("http://127.0.0.1:80001", "/v1/embeddings"), ("null", "/qdrant/collections"),
+     ("http://evil.com", "/qdrant/collections"), ("http://127.0.0.1:8000", "/qdrantx"),
+     ("http://127.0.0.1:8000", "/v1x/embeddings"), ("http://127.0.0.1:8000", "/agents"),
+     ("http://127.0.0.1:8000", "/agents/mythos/stats"), ("http://127.0.0.1:8000", "/ui"),
+     ("http://127.0.0.1:8000", "/health"), ("https://127.0.0.1:8000", "/qdrant/collections")],
+)  # fmt: skip
+def test_cors_gives_nothing_to_other_origins_or_paths(
+    make: MakeApp, origin: str, path: str
+) -> None:
+    """Neither a preflight nor an answer carries a CORS header for another origin (a look-alike
+    host, port or scheme, "null") or for a path outside /v1 and /qdrant."""
+    with client_for(make(agents())) as client:
+        preflight = client.options(
+            path, headers={"Origin": origin, "Access-Control-Request-Method": "GET"}
+        )
+        answer = client.get(path, headers={"Origin": origin})
+        for response in (preflight, answer):
+            assert response.status_code < 500, response.text[:300]
+            cors = [h for h in response.headers if h.lower().startswith("access-control-")]
+            assert cors == [], (path, origin, dict(response.headers))
