@@ -336,3 +336,31 @@ def test_cors_gives_nothing_to_other_origins_or_paths(
             assert response.status_code < 500, response.text[:300]
             cors = [h for h in response.headers if h.lower().startswith("access-control-")]
             assert cors == [], (path, origin, dict(response.headers))
+
+
+def test_point_ids_of_every_kind_are_taken_or_refused_whole(client: TestClient) -> None:
+    """Unsigned integers to 2**64-1 and UUIDs in any form uuid reads are stored (UUIDs in
+    canonical form) and reach the viewer's point reads and deletes; anything else refuses the
+    whole upsert in Qdrant's shape and writes nothing."""
+    named = uuid.uuid4()
+    taken: list[int | str] = [0, 2**64 - 1, f"{{{named}}}", f"urn:uuid:{uuid.uuid4()}",
+                              str(uuid.uuid4()).upper(), uuid.uuid4().hex]  # fmt: skip
+    upsert(client, *[point(f"id kind {n}", pid) for n, pid in enumerate(taken)])
+    scroll = client.post(f"{COLLECTION}/points/scroll", json={"limit": 100}).json()["result"]
+    ids = {p["id"] for p in scroll["points"]}
+    assert len(ids) == len(taken) and {0, 2**64 - 1, str(named)} <= ids
+    for refused in [-1, 2**64, "5", 1.5, True, "", "not-a-uuid", None, [1], {"a": 1}]:
+        body = {"points": [point("good"), {**point("bad"), "id": refused}]}
+        response = client.put(f"{COLLECTION}/points", json=body)
+        assert response.status_code in (400, 422), (refused, response.text)
+        assert is_qdrant_error_shape(response.json())
+    count = client.post(f"{COLLECTION}/points/count", json={}).json()["result"]["count"]
+    assert count == len(taken)
+    for pid in ids:
+        read = client.get(f"/agents/{BOT}/memories/{pid}")
+        assert read.status_code == 200, read.text
+    gone = client.delete(f"/agents/{BOT}/memories/{2**64 - 1}")
+    assert gone.status_code == 200, gone.text
+    has = {"filter": {"must": [{"has_id": [2**64 - 1, 0]}]}}
+    left = client.post(f"{COLLECTION}/points/count", json=has).json()["result"]["count"]
+    assert left == 1
