@@ -364,3 +364,47 @@ def test_point_ids_of_every_kind_are_taken_or_refused_whole(client: TestClient) 
     has = {"filter": {"must": [{"has_id": [2**64 - 1, 0]}]}}
     left = client.post(f"{COLLECTION}/points/count", json=has).json()["result"]["count"]
     assert left == 1
+
+
+def nested(depth: int) -> dict[str, Any]:
+    flt: dict[str, Any] = {"must": [{"key": "text", "match": {"value": "x"}}]}
+    for _ in range(depth):
+        flt = {"should": [flt, {"is_null": {"key": "a"}}]}
+    return flt
+
+
+def test_huge_asks_are_bounded_in_qdrants_shape(client: TestClient) -> None:
+    """Limits and offsets beyond the bounds, filters too deep, too many conditions or values:
+    a 4xx in Qdrant's shape; within the bounds, an answer."""
+    vector = embed_text("x", EMBEDDING_DIMS)
+    upsert(client, point("x"))
+    search = f"{COLLECTION}/points/search"
+    scroll = f"{COLLECTION}/points/scroll"
+    count = f"{COLLECTION}/points/count"
+    many = [{"key": "text", "match": {"value": str(n)}} for n in range(1025)]
+    refused = [
+        (search, {"vector": vector, "limit": 10**9}),
+        (search, {"vector": vector, "limit": 5, "offset": -1}),
+        (search, {"vector": vector, "limit": 5, "offset": 10**12}),
+        (scroll, {"limit": 10**9}),
+        (scroll, {"limit": -5}),
+        (scroll, {"offset": -5}),
+        (count, {"filter": nested(40)}),
+        (count, {"filter": {"should": many}}),
+        (count, {"filter": {"must": [{"key": "t", "match": {"any": list(range(10_001))}}]}}),
+        (count, {"filter": {"must": [{"has_id": list(range(10_001))}]}}),
+        (count, {"filter": {"must": [{"key": "t", "range": {"gt": 10**30}}]}}),
+    ]
+    for path, body in refused:
+        response = client.post(path, json=body)
+        assert 400 <= response.status_code < 500, (body if len(str(body)) < 200 else path,
+                                                   response.text[:300])  # fmt: skip
+        assert is_qdrant_error_shape(response.json())
+    answered = [
+        (search, {"vector": vector, "limit": 10_000, "offset": 100_000}),
+        (scroll, {"limit": 10_000}),
+        (count, {"filter": nested(7)}),
+    ]
+    for path, body in answered:
+        response = client.post(path, json=body)
+        assert response.status_code == 200, response.text[:300]
