@@ -14,6 +14,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.auth import find_key, presented_key
 from api.errors import error_body_for
+from api.qdrant.access import QDRANT_KEY_HEADER
+from api.qdrant.shape import is_qdrant_path
 from shared.agents import Agents
 from shared.errors import RequestTooLarge, Unauthorized
 from shared.format.ids import shown
@@ -120,12 +122,22 @@ class KeyCheck:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         agents = self._agents(scope) if scope["type"] == "http" else None
-        key = presented_key(Headers(scope=scope)) if agents is not None else None
+        key = self._presented(scope) if agents is not None else None
         if agents is not None and key is not None and find_key(agents, key) is None:
             detail = "the API key is not valid"
             await send_error(send, 401, Unauthorized.code, detail, path=scope["path"])
             return
         await self.app(scope, receive, send)
+
+    @staticmethod
+    def _presented(scope: Scope) -> str | None:
+        """The key as the endpoint reads it: under /qdrant, st-qdrant-memory's `api-key` too
+        (when neither Bearer nor X-API-Key is there, api/qdrant/access.py)."""
+        headers = Headers(scope=scope)
+        key = presented_key(headers)
+        if key is None and is_qdrant_path(scope["path"]):
+            key = headers.get(QDRANT_KEY_HEADER) or None
+        return key
 
     @staticmethod
     def _agents(scope: Scope) -> Agents | None:

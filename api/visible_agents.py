@@ -12,6 +12,20 @@ from shared.runtime import Runtime
 from shared.state import keys
 
 
+def _written_only_through_qdrant(runtime: Runtime, known: Mapping[str, str]) -> dict[str, str]:
+    """Agents whose collection st-qdrant-memory made and filled through /qdrant, which records
+    no name (only /save does): collection -> the name that reaches it."""
+    found = {}
+    for collection in runtime.store.collection_names():
+        name = None if collection in known else runtime.agents.name_for_collection(collection)
+        try:
+            if name is not None and runtime.agents.collection_of(name) == collection:
+                found[collection] = name
+        except MemoryPoolError:
+            continue  # a name no agent can have
+    return found
+
+
 def visible_agents(runtime: Runtime, headers: Mapping[str, str]) -> AgentList:
     """Listed agents and those seen storing messages, each kept only if `resolve_agent` lets
     this request reach it, exactly as the agent's own endpoints would judge it."""
@@ -20,6 +34,7 @@ def visible_agents(runtime: Runtime, headers: Mapping[str, str]) -> AgentList:
     names = {agent.collection_name: agent.name for agent in agents.listed}
     for collection, name in seen_agents(runtime).items():
         names.setdefault(collection, name)
+    names.update(_written_only_through_qdrant(runtime, names))
     entries = []
     for collection, name in sorted(names.items(), key=lambda item: item[1].casefold()):
         try:

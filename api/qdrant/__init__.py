@@ -5,4 +5,5 @@ keys, limits and collection setup as everywhere else). `shape` (Qdrant's answers
 imports `shape`; `collections` and `points` (the work, no FastAPI) import those; `routes` all.
 
 May import `shared` and `api`'s own modules below the routes (auth, deps); api/errors.py and
-api/middleware.py import `shape` to answer /qdrant in Qdrant's error shape."""
+api/middleware.py import `shape` to answer /qdrant in Qdrant's error shape, and the middleware
+`access`'s key header, to refuse a wrong `api-key` at the door."""

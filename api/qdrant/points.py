@@ -61,6 +61,17 @@ def _check_vector(state: CollectionState, vector: Sequence[float]) -> None:
         )
 
 
+def _check_model(state: CollectionState, model: str) -> None:
+    """As memory-pool's own writes: never a vector of another model than the one the
+    collection records (its flushes are held meanwhile, /health says why)."""
+    if state.model is not None and state.model != model:
+        raise QdrantRefusal(
+            400,
+            f"Wrong input: collection `{state.name}` holds vectors of {state.model}; memory-pool "
+            f"embeds with {model}, whose vectors its recall cannot compare with those",
+        )
+
+
 def _point_id(raw: int | str) -> str:
     normal = point_id_of(raw)
     if normal is None:
@@ -116,6 +127,7 @@ def upsert(runtime: Runtime, target: Target, points: Sequence[PointIn], *, wait:
             f"{len(points)} points in one request; the limit is {limit} (MEMORY_POOL_MAX_MESSAGES)"
         )
     state = _state(runtime, target)
+    _check_model(state, runtime.embedder.model)
     ids = [_point_id(p.id) for p in points]
     for point in points:
         _check_vector(state, point.vector)

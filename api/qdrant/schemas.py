@@ -19,9 +19,13 @@ MAX_PAYLOAD_DEPTH = 32
 # Payload integers Qdrant keeps as integers (signed and unsigned 64-bit).
 MIN_INT, MAX_UINT = -(2**63), 2**64 - 1
 
+# The engines store vectors as float32: a larger number is infinite there, and the cosine of
+# an infinite vector is NaN (a Qdrant server refuses it with a 500).
+FLOAT32_MAX = 3.4028234663852886e38
 Finite = Annotated[float, Field(allow_inf_nan=False)]
+Float32 = Annotated[float, Field(allow_inf_nan=False, ge=-FLOAT32_MAX, le=FLOAT32_MAX)]
 Vector = Annotated[
-    list[Finite],
+    list[Float32],
     Field(min_length=1, max_length=MAX_DIMENSIONS, description="The dense vector."),
 ]
 PointIdIn = Annotated[

@@ -18,10 +18,12 @@ from api.schemas import (
     StorableMessageId,
 )
 from shared.agents import AgentConfig
+from shared.format.fields import SOURCE
 from shared.memories.deletes import DeleteResult, DeleteScope, delete
 from shared.memories.known_ids import known_messages
 from shared.runtime import Runtime
 from shared.state import keys
+from shared.store.filters import Filter, IsEmpty
 
 router = APIRouter(prefix="/agents/{bot}")
 
@@ -130,6 +132,10 @@ class StatsResponse(BaseModel):
     )
 
 
+# st-qdrant-memory's points, as its "Delete All" takes them (api/qdrant/collections.py)
+WITHOUT_SOURCE = Filter(must=(IsEmpty(SOURCE),))
+
+
 def _stats(runtime: Runtime, agent: AgentConfig) -> StatsResponse:
     collection = agent.collection_name
     total = runtime.store.count(collection)
@@ -142,7 +148,9 @@ def _stats(runtime: Runtime, agent: AgentConfig) -> StatsResponse:
         collection=collection,
         points=total,
         points_by_source=by_source,
-        points_without_source=total - sum(by_source.values()),
+        # counted, not the total less the facets: a `source` that is a list (any Qdrant client
+        # may write one) is in one facet per value
+        points_without_source=runtime.store.count(collection, WITHOUT_SOURCE),
         conversations=len(conversations),
         buffered_messages=runtime.buffers.buffered_messages(conversations),
         last_write=int(last) if last else None,

@@ -10,6 +10,7 @@ from typing import Any
 
 from shared.format import fields
 from shared.format.messages import Message
+from shared.format.timestamps import MAX_STORABLE_MS, MIN_STORABLE_MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,10 +97,14 @@ def messages_of(payload: Mapping[str, Any]) -> list[Message] | None:
 
 def _message_from(record: Mapping[str, Any]) -> Message:
     user_id = record.get("userId")
+    ts = int(record["ts"])
+    if not MIN_STORABLE_MS <= ts <= MAX_STORABLE_MS:
+        # any Qdrant client may write `chunkMessages`: a time no chunk date can show is unreadable
+        raise ValueError(f"message time {ts} is outside the years memory-pool stores")
     return Message(
         id=str(record["id"]),
         text=str(record["text"]),
-        ts=int(record["ts"]),
+        ts=ts,
         speaker=str(record["speaker"]),
         user_id=str(user_id) if user_id is not None else None,
         is_self=bool(record.get("self")),

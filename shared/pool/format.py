@@ -10,13 +10,13 @@ as the float32 value (Python's repr of it): the same bytes from the server and l
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from shared.store.interface import StoredPoint
+from shared.store.memory_query import normal_point_id
 
 FORMAT = "memory-pool-export"
 VERSION = 1
@@ -245,11 +245,12 @@ def _point(obj: dict[str, Any], line_no: int) -> StoredPoint:
         if len(indices) != len(values) or not all(i.is_integer() and i >= 0 for i in indices):
             raise BadExport(f"line {line_no}: 'sparse' needs as many whole indices as values")
         pair = ([int(i) for i in indices], values)
-    point_id = _field(obj, "id", str, line_no)
-    try:
-        uuid.UUID(point_id)
-    except ValueError as exc:
-        raise BadExport(f"line {line_no}: point id {point_id!r} is not a UUID") from exc
+    point_id = normal_point_id(_field(obj, "id", str, line_no))
+    if point_id is None:
+        # Qdrant's two kinds of ids: /qdrant writes unsigned integers as well as UUIDs
+        raise BadExport(
+            f"line {line_no}: point id {obj['id']!r} is neither a UUID nor an unsigned integer"
+        )
     return StoredPoint(
         id=point_id,
         payload=_field(obj, "payload", dict, line_no),

@@ -20,7 +20,9 @@ from shared.format.fields import (
 from shared.store.filters import Condition, Filter, Match, Range
 
 MAX_POINT_INT = 2**64 - 1  # Qdrant's integer ids are unsigned 64-bit
-CURSOR_STAMP = re.compile(r"-?[0-9]{1,18}")
+CURSOR_STAMP = re.compile(r"-?[0-9]{1,19}")
+# What Qdrant's integer index orders: signed 64-bit (a client may write nanoseconds, 19 digits)
+MIN_STAMP, MAX_STAMP = -(2**63), 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +56,11 @@ class Cursor:
         stamp, _, point = raw.partition("_")
         normal = normal_point_id(point)
         # ASCII digits only ("²".isdigit() is true) and within Qdrant's 64-bit integers
-        if not CURSOR_STAMP.fullmatch(stamp) or normal is None:
+        if (
+            not CURSOR_STAMP.fullmatch(stamp)
+            or not MIN_STAMP <= int(stamp) <= MAX_STAMP
+            or normal is None
+        ):
             raise InvalidInput(f"cursor {raw[:80]!r} is not one this API gave out")
         return cls(int(stamp), normal)
 
