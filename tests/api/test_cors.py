@@ -3,8 +3,6 @@ origin, and no other path, gets a CORS header."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -12,24 +10,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from shared.agents import ApiKey
-from tests.support.door import MakeApp, agents, app_factory, client_for, served
-from tests.support.embedding_server import EmbeddingServer
+from tests.support.door import MakeApp, agents, client_for, served
 
 SILLYTAVERN = "http://127.0.0.1:8000"
 EMBED = {"model": "text-embedding-3-small", "input": "the harbour lights"}
 KEY = "all-agents-key-0123456789"
-
-
-@pytest.fixture
-def make_app(redis_url: str, embeddings: EmbeddingServer, tmp_path: Path) -> Iterator[MakeApp]:
-    with app_factory(redis_url, embeddings.url, tmp_path) as make:
-        yield make
-
-
-@pytest.fixture
-def client(make_app: MakeApp) -> Iterator[TestClient]:
-    with client_for(make_app()) as test_client:
-        yield test_client
 
 
 def preflight(origin: str, method: str = "POST", **extra: str) -> dict[str, str]:

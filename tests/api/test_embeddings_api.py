@@ -6,8 +6,6 @@ from __future__ import annotations
 import base64
 import sys
 from array import array
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +15,7 @@ from api.openai_compat.service import LOCAL_SLICE, EmbeddingSlots
 from shared.agents import ApiKey
 from shared.runtime import Runtime
 from shared.settings import LOCAL_DEFAULT_MODEL
-from tests.support.door import MakeApp, agents, app_factory, client_for, is_openai_error_shape
+from tests.support.door import MakeApp, agents, client_for, is_openai_error_shape
 from tests.support.embedding_server import EMBEDDING_DIMS, EmbeddingServer, embed_text
 from tests.support.minilm import model_folder
 
@@ -27,18 +25,6 @@ ALL = "all-agents-key-0123456789"
 MYTHOS = "mythos-only-key-0123456789"
 KEYS = [ApiKey(name="ops", key=ALL), ApiKey(name="bot", key=MYTHOS, agents=("mythos",))]
 TEXTS = ["the lighthouse keeper waved", "Seraphina kept the harbour lights burning"]
-
-
-@pytest.fixture
-def make_app(redis_url: str, embeddings: EmbeddingServer, tmp_path: Path) -> Iterator[MakeApp]:
-    with app_factory(redis_url, embeddings.url, tmp_path) as make:
-        yield make
-
-
-@pytest.fixture
-def client(make_app: MakeApp) -> Iterator[TestClient]:
-    with client_for(make_app()) as test_client:
-        yield test_client
 
 
 def runtime_of(client: TestClient) -> Runtime:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -15,7 +14,6 @@ from shared.agents import ApiKey
 from tests.support.door import (
     MakeApp,
     agents,
-    app_factory,
     client_for,
     is_error_shape,
     raw_request,
@@ -28,12 +26,6 @@ ALL = "all-agents-key-0123456789"
 MYTHOS = "mythos-only-key-0123456789"
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = [ApiKey(name="ops", key=ALL), ApiKey(name="bot", key=MYTHOS, agents=("mythos",))]
-
-
-@pytest.fixture
-def make_app(redis_url: str, embeddings: EmbeddingServer, tmp_path: Path) -> Iterator[MakeApp]:
-    with app_factory(redis_url, embeddings.url, tmp_path) as make:
-        yield make
 
 
 def bearer(key: str) -> dict[str, str]:

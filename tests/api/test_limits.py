@@ -7,7 +7,6 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,7 +15,6 @@ import redis
 
 from tests.support.door import (
     MakeApp,
-    app_factory,
     client_for,
     is_error_shape,
     message,
@@ -28,12 +26,6 @@ from tests.support.door import (
 from tests.support.embedding_server import EmbeddingServer
 
 HUGE_QUERY = "where is the lighthouse keeper? " * 35_000  # 1.1 MB
-
-
-@pytest.fixture
-def make_app(redis_url: str, embeddings: EmbeddingServer, tmp_path: Path) -> Iterator[MakeApp]:
-    with app_factory(redis_url, embeddings.url, tmp_path) as make:
-        yield make
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,28 +18,14 @@ from tests.support.door import (
     TEXT,
     MakeApp,
     agents,
-    app_factory,
     client_for,
     is_error_shape,
     message,
     served,
     snapshot,
 )
-from tests.support.embedding_server import EmbeddingServer
 
 JSON = {"content-type": "application/json"}
-
-
-@pytest.fixture
-def make_app(redis_url: str, embeddings: EmbeddingServer, tmp_path: Path) -> Iterator[MakeApp]:
-    with app_factory(redis_url, embeddings.url, tmp_path) as make:
-        yield make
-
-
-@pytest.fixture
-def client(make_app: MakeApp) -> Iterator[TestClient]:
-    with client_for(make_app()) as test_client:
-        yield test_client
 
 
 @pytest.fixture
