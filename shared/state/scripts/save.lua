@@ -65,17 +65,23 @@ local function parsed(value)
   return nil, nil, nil, value
 end
 
--- The expiry (ms) of a mark that holds fingerprint `fp`, else nil: the common case (a re-sent
--- id, same text) read without parsing the mark, which cost a third of the script's time.
+-- The common case, a re-sent id with the same text (28 of the plugin's 30 messages), read off
+-- its mark with few string calls and no number conversion: each library call costs about a
+-- thousand instructions here, a third of an id's work (callgrind). nil when the mark does not
+-- hold `fp`, else whether its expiry is a step away from `ttl` (run down, or longer: the
+-- setting lowered since) and wants setting back. Expiries of one width compare as strings.
+local low_s = string.format('%d', now + ttl_ms - refresh_ms)
+local high_s = string.format('%d', now + ttl_ms)
+local width = #high_s
+if #low_s ~= width then width = nil end
 local function same_text(value, fp)
-  local fp_end = 3 + #fp
-  if #fp == 0 or string.byte(value, 1) ~= 61 or string.find(value, fp, 4, true) ~= 4
-      or string.byte(value, fp_end + 1) ~= 32 then
+  if #fp == 0 or string.find(value, fp, 4, true) ~= 4 or string.byte(value, 1) ~= 61 then
     return nil
   end
-  local stop = string.find(value, ' ', fp_end + 2, true)
-  if not stop then return nil end
-  return tonumber(string.sub(value, fp_end + 2, stop - 1))
+  local from = 5 + #fp
+  if not width or string.byte(value, from + width) ~= 32 then return true end
+  local expires = string.sub(value, from, from + width - 1)
+  return expires < low_s or expires > high_s
 end
 
 -- The buffered message at `idx` takes the new text (its speaker, time and ids stay), or, too
@@ -191,19 +197,17 @@ for _, g in ipairs(plan.groups) do
       outcome = 'deleted'
       count(outcome, short)
     else
-      local expires = same_text(value, fp)
-      if expires then
+      local refresh = same_text(value, fp)
+      if refresh ~= nil then
         -- Seen with this text: a duplicate, kept remembered. The plugin re-sends every id
         -- thirty times: a write (and an AOF line) for each would be most of this script's
-        -- cost, so the expiry is set back to `ttl` only once it is a step away from it: run
-        -- down, or longer (the setting was lowered since).
-        local left = expires - now
-        if left < ttl_ms - refresh_ms or left > ttl_ms then
+        -- cost, so the expiry is set back to `ttl` only once it is a step away from it.
+        if refresh then
           local state, _, _, where = parsed(value)
           redis.call('SET', seen, mark(state, fp, where), 'PX', ttl_ms)
         end
         outcome = 'same'
-        count(outcome, short)
+        if short then skipped = skipped + 1 else dups = dups + 1 end -- count('same', short)
       else
         local state, _, _, where = parsed(value)
         local new_state
