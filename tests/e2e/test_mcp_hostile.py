@@ -6,6 +6,8 @@ a 5xx, a traceback, or reach another agent's memory (README "MCP")."""
 from __future__ import annotations
 
 import asyncio
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -178,3 +180,42 @@ def test_recall_since_after_until_is_refused(pool: Served) -> None:
         headers=MYTHOS,
     )
     assert answer.status_code == 422, answer.text
+
+
+class _NotMemoryPool(BaseHTTPRequestHandler):
+    """A service that is not memory-pool: 200 and an HTML page for everything."""
+
+    def _page(self) -> None:
+        body = b"<html><body>SillyTavern</body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _page
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_stdio_pointed_at_something_else_answers_a_tool_error(pool: Served) -> None:
+    """`memory-pool mcp --url` at the wrong port (a web UI answering 200 with HTML): the JSON
+    decode error escaped OverHttp, so the model read "Error executing tool recall" with no
+    reason and the host's log a traceback. It must say memory-pool did not answer as one."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotMemoryPool)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+
+    async def scenario() -> None:
+        async with connected(pool, "stdio", None, agent="mythos", url=url) as client:
+            text = await refused(client, "recall", query="bees")
+            assert url in text, text
+            text = await refused(client, "remember", text="a note for a service that is not one")
+            assert url in text, text
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        server.shutdown()
+        server.server_close()
