@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from shared.embedding.bm25 import MAX_LEXICAL_THRESHOLD
@@ -208,6 +208,12 @@ class RetrieveRequest(BaseModel):
         lambda value: [_id_to_str(v) for v in value] if isinstance(value, list) else value
     )
     _one_ids = field_validator("channel_id", "guild_id", mode="before")(_id_to_str)
+
+    @model_validator(mode="after")
+    def _since_before_until(self) -> RetrieveRequest:
+        if self.since is not None and self.until is not None and self.since > self.until:
+            raise ValueError("since is after until: no memory can match (swapped?)")
+        return self
 
 
 class Hit(BaseModel):

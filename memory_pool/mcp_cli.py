@@ -64,6 +64,10 @@ class OverHttp:
             raise _failure(exc.error, exc.detail) from None
         except httpx.HTTPError as exc:
             raise _unreachable(self.url, exc) from None
+        except ValueError as exc:  # a 2xx that is no JSON: not memory-pool at that URL
+            raise _failure(
+                "unreachable", f"{self.url} did not answer as memory-pool does ({exc})"
+            ) from None
 
     async def retrieve(self, body: dict[str, Any]) -> dict[str, Any]:
         options = dict(body)

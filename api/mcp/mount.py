@@ -40,6 +40,14 @@ class McpEndpoint:
             detail = "the MCP server is not running (the app's lifespan has not started it)"
             await send_error(send, 503, UpstreamUnavailable.code, detail, path=scope["path"])
             return
+        if scope["method"] == "GET":
+            # stateless: no server-to-client stream to offer, and the SDK's would stay open,
+            # silent, for as long as the caller keeps it (the spec's answer: 405)
+            body = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"use POST"}}'
+            headers = [(b"content-type", b"application/json"), (b"allow", b"POST")]
+            await send({"type": "http.response.start", "status": 405, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
         await manager.handle_request(scope, receive, send)
 
     @asynccontextmanager

@@ -3,6 +3,7 @@ few things the tools work out before calling it: a time filter, a remembered mes
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -138,7 +139,7 @@ def time_filter(name: str, value: int | str | None) -> int | None:
     if value is None or isinstance(value, int):
         return value
     text = value.strip()
-    if text.lstrip("-").isdigit():
+    if re.fullmatch(r"-?[0-9]+", text):  # not str.isdigit: "²" and "--5" pass it, int() fails
         return int(text)
     found = from_iso(text)
     if found is None:

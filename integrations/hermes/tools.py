@@ -107,7 +107,7 @@ def _limit_argument(args: Mapping[str, Any]) -> int:
         return DEFAULT_LIMIT
     try:
         limit = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: inf (JSON's 1e400)
         raise BadArguments(f"`limit` must be a whole number, not {value!r}") from None
     return max(1, min(limit, MAX_LIMIT))
 
