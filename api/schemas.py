@@ -308,12 +308,16 @@ class HealthResponse(BaseModel):
     agents: dict[str, AgentHealth]
 
 
+def error_responses(model: type[BaseModel], **described: str) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for error statuses in the error shape `model` (e404="...")."""
+    return {
+        int(code[1:]): {"model": model, "description": text} for code, text in described.items()
+    }
+
+
 def error_docs(**described: str) -> dict[int | str, dict[str, Any]]:
     """OpenAPI `responses` for error statuses, all in the one error shape (e404="...")."""
-    return {
-        int(code[1:]): {"model": ErrorResponse, "description": text}
-        for code, text in described.items()
-    }
+    return error_responses(ErrorResponse, **described)
 
 
 # The statuses of every endpoint that names an agent.

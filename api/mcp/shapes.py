@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from api.mcp.backend import ToolFailure
+from api.memory_schemas import AgentEntry
 from shared.format import fields
 from shared.format.fingerprint import text_fingerprint
 from shared.format.ids import clean_text
@@ -76,15 +77,8 @@ class ForgetResult(BaseModel):
     deleted_dead_letters: int
 
 
-class AgentView(BaseModel):
-    name: str
-    collection: str
-    listed: bool = Field(description="In the agents file (else: seen storing messages).")
-    blocked: str | None = Field(None, description="Why writes are held, if they are.")
-
-
 class AgentsResult(BaseModel):
-    agents: list[AgentView] = Field(description="The agents this caller may reach.")
+    agents: list[AgentEntry] = Field(description="The agents this caller may reach.")
     default_agent: str | None = Field(
         description="The agent a tool call without `agent` is for; None: name one."
     )

@@ -10,6 +10,7 @@ from typing import Any, Generic, Literal, TypeVar
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from api.schemas import error_responses
 from shared.errors import CollectionMissing, DimensionMismatch, MemoryPoolError, ModelMismatch
 from shared.format.ids import replace_surrogates
 
@@ -88,10 +89,7 @@ class Answer(BaseModel, Generic[T]):
 
 def qdrant_errors(**described: str) -> dict[int | str, dict[str, Any]]:
     """OpenAPI `responses` for error statuses, in Qdrant's error shape (e404="...")."""
-    return {
-        int(code[1:]): {"model": QdrantErrorResponse, "description": text}
-        for code, text in described.items()
-    }
+    return error_responses(QdrantErrorResponse, **described)
 
 
 # What every call naming a collection may answer.

@@ -15,20 +15,15 @@ from api.openai_compat import request as embeddings_request
 from api.openai_compat.errors import OpenAIError
 from api.openai_compat.schemas import EmbeddingsRequest, EmbeddingsResponse, OpenAIErrorResponse
 from api.openai_compat.service import answer, embed
+from api.schemas import error_responses
 
 router = APIRouter()
 
 
-def _errors(**described: str) -> dict[int | str, dict[str, Any]]:
-    return {
-        int(code[1:]): {"model": OpenAIErrorResponse, "description": text}
-        for code, text in described.items()
-    }
-
-
 RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"model": EmbeddingsResponse, "description": "One embedding per input, in order."},
-    **_errors(
+    **error_responses(
+        OpenAIErrorResponse,
         e400="Not JSON, a bad input, `dimensions` other than the model's, or an input the "
         "embedding provider refused.",
         e401="API keys are configured and the request has none, or a wrong one.",
