@@ -14,7 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.auth import find_key, presented_key
 from api.errors import error_body_for
-from api.qdrant.access import QDRANT_KEY_HEADER
+from api.qdrant.access import key_headers
 from api.qdrant.shape import is_qdrant_path
 from shared.agents import Agents
 from shared.errors import RequestTooLarge, Unauthorized
@@ -134,10 +134,7 @@ class KeyCheck:
         """The key as the endpoint reads it: under /qdrant, st-qdrant-memory's `api-key` too
         (when neither Bearer nor X-API-Key is there, api/qdrant/access.py)."""
         headers = Headers(scope=scope)
-        key = presented_key(headers)
-        if key is None and is_qdrant_path(scope["path"]):
-            key = headers.get(QDRANT_KEY_HEADER) or None
-        return key
+        return presented_key(key_headers(headers) if is_qdrant_path(scope["path"]) else headers)
 
     @staticmethod
     def _agents(scope: Scope) -> Agents | None:

@@ -59,11 +59,6 @@ def _no_agent(agents: Agents, headers: Mapping[str, str]) -> None:
     raise Forbidden(f"the API key {key.name!r} is not allowed for this collection")
 
 
-def check_key(agents: Agents, headers: Mapping[str, str]) -> None:
-    """401 for a presented key that is not valid, before anything is read."""
-    request_key(agents, key_headers(headers))
-
-
 def reachable(agents: Agents, names: list[str], headers: Mapping[str, str]) -> list[str]:
     """The collections of `names` this request may reach."""
     found = []
