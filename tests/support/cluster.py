@@ -153,8 +153,8 @@ class Cluster:
         return [*self.workers, *([self.scheduler] if self.scheduler else [])]
 
     def worker_by_client_port(self, port: int) -> Proc:
-        """The worker holding the local TCP port `port` (the client end of a request)."""
-        inode = _socket_inode(port)
+        """The worker holding the client end (local TCP port `port`) of a request to Qdrant."""
+        inode = _socket_inode(port, self.qdrant.port)
         for worker in self.workers:
             if worker.alive and inode in _socket_inodes(worker.pid):
                 return worker
@@ -218,15 +218,25 @@ def assert_exactly_once(stored: Iterable[str], expected: Iterable[str]) -> None:
     assert not problems, {kind: (len(ids), ids[:10]) for kind, ids in problems.items()}
 
 
-def _socket_inode(port: int) -> str:
+def _socket_inode(port: int, peer_port: int) -> str:
+    """The inode of the live socket from local `port` to `peer_port`.
+
+    The local port alone is not enough: Linux gives one ephemeral port to connections to other
+    destinations at once, and a closed connection's TIME_WAIT row keeps it with inode 0.
+    """
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with open(table) as rows:
             next(rows)
             for row in rows:
                 cols = row.split()
-                if int(cols[1].rsplit(":", 1)[1], 16) == port:
-                    return cols[9]
-    raise AssertionError(f"no socket on local port {port}")
+                local, remote, inode = cols[1], cols[2], cols[9]
+                if (
+                    int(local.rsplit(":", 1)[1], 16) == port
+                    and int(remote.rsplit(":", 1)[1], 16) == peer_port
+                    and inode != "0"
+                ):
+                    return inode
+    raise AssertionError(f"no live socket from local port {port} to port {peer_port}")
 
 
 def _socket_inodes(pid: int) -> set[str]:
