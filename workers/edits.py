@@ -18,9 +18,11 @@ from shared.format.payload import message_ids_of, messages_of
 from shared.format.rewrite import rewritten
 from shared.memories.rewrites import ChunkChange, rewrite_chunks, rewrites_held
 from shared.state import keys
+from shared.state.dead_letters import DeadLetters
 from shared.state.edits import PendingEdit, PendingEdits
 from shared.state.text import as_text
 from shared.store.filters import Filter, Match, MatchAny
+from workers.dead_letter_edits import edit_dead_letters
 from workers.flush import FlushDeps
 
 log = logging.getLogger(__name__)
@@ -31,7 +33,7 @@ class EditReport:
     rewritten: int = 0  # chunks written again (or deleted, emptied)
     stale: int = 0  # edits of chunks that cannot be rebuilt: they keep their text
     restored: int = 0  # emptied messages back in their conversation's buffer
-    dropped: int = 0  # edits of messages no chunk holds (a dead letter's, a deleted chunk's)
+    dropped: int = 0  # edits of messages no chunk or dead letter holds (a deleted chunk's)
     left: int = 0  # edits still waiting (a newer one came meanwhile, or the lock was busy)
 
 
@@ -103,13 +105,16 @@ def apply_edits(collection: str, deps: FlushDeps, pending: PendingEdits) -> Edit
         result = rewrite_chunks(deps.store, deps.embedder, collection, plan.changes,
                                 language=agent.language, reason="edit")  # fmt: skip
         report.rewritten = len(result.rewritten) + len(result.deleted)
-        report.stale = plan.stale
-        for edit in plan.unheld:
+        lettered = edit_dead_letters(DeadLetters(deps.buffers.redis), pending, agent,
+                                     collection, plan.unheld)  # fmt: skip
+        report.stale = plan.stale + lettered.stale
+        for edit in lettered.rest:
             if _restore(deps, pending, agent, collection, edit):
                 report.restored += 1
             else:
                 report.dropped += 1
-        report.left = pending.done(collection, plan.handled, plan.emptied)
+        handled = plan.handled + lettered.handled
+        report.left = pending.done(collection, handled, {**plan.emptied, **lettered.emptied})
     return report
 
 

@@ -50,7 +50,7 @@ class RewriteResult:
     refused: list[str] = field(default_factory=list)
 
 
-def _target_id(collection: str, change: ChunkChange) -> str:
+def target_id(collection: str, change: ChunkChange) -> str:
     """The chunk keeps its point id, unless the message that id came from left it: then it
     takes its first remaining message's. A point's id always comes from a message it holds,
     so a message that comes back later (a new chunk, its id from that message) never lands on
@@ -99,7 +99,7 @@ def rewrite_chunks(
             result.refused.append(change.point_id)
             continue
         terms = document_terms(payload["text"], language)
-        target = _target_id(collection, change)
+        target = target_id(collection, change)
         if target != change.point_id:
             result.deleted.append(change.point_id)  # after the upsert: never neither
         points.append(PointToWrite(target, vector, payload, terms))

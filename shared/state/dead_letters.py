@@ -14,6 +14,7 @@ from shared.state import keys
 from shared.state.scripts import SOURCES
 
 _MOVE = SOURCES["dead_letter_move"]
+_REPLACE = SOURCES["dead_letter_replace"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,7 @@ class DeadLetters:
     def __init__(self, client: redis.Redis) -> None:
         self.redis = client
         self._move = client.register_script(_MOVE)
+        self._replace = client.register_script(_REPLACE)
 
     def list(self, *, offset: int = 0, limit: int = 100) -> tuple[int, list[DeadLetter]]:
         pipe = self.redis.pipeline(transaction=False)
@@ -71,6 +73,22 @@ class DeadLetters:
                 if not keep(DeadLetter.from_json(raw)):
                     dropped += int(self.redis.lrem(key, 1, raw))  # type: ignore[arg-type]
         return dropped
+
+    def of_collection(self, collection: str) -> builtins.list[tuple[str, bytes, DeadLetter]]:
+        """The collection's letters, waiting or queued for replay: (list key, raw, letter)."""
+        found = []
+        for key in (keys.DEAD_LETTERS, keys.REPLAY):
+            raw_entries: list[bytes] = self.redis.lrange(key, 0, -1)  # type: ignore[assignment]
+            for raw in raw_entries:
+                letter = DeadLetter.from_json(raw)
+                if letter.collection == collection:
+                    found.append((key, raw, letter))
+        return found
+
+    def replace(self, key: str, raw: bytes, letter: DeadLetter | None) -> bool:
+        """Put `letter` where `raw` was (None: drop it); False when `raw` is gone from `key`."""
+        new = letter.to_json() if letter is not None else ""
+        return int(self._replace(keys=[key], args=[raw, new])) == 1
 
     def pending_replays(self) -> int:
         return int(self.redis.llen(keys.REPLAY))

@@ -340,15 +340,12 @@ def test_patch_cleans_a_lone_surrogate_as_save_does(stack: Stack) -> None:
     assert too_long.json()["detail"] == "text: String should have at most 100000 characters"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="review: an edit of a message whose chunk was dead-lettered finds no chunk and is "
-    "dropped; the dead letter keeps the old text, a replay stores it, and the mark already "
-    "holds the new text's fingerprint, so no re-send corrects it",
-)
 def test_an_edit_of_a_dead_lettered_message_reaches_its_replay(
     stack: Stack, embeddings: EmbeddingServer
 ) -> None:
+    """Review: the edit found no chunk and was dropped; the dead letter kept the old text, a
+    replay stored it, and the mark already held the new text's fingerprint, so no re-send
+    corrected it. The letter takes the new text."""
     embeddings.reject_inputs_containing("POISON")
     save(stack, msg("m1", f"POISON {CLOCK}", 1), msg("m2", RAIN, 2, user="2"))
     stack.flush("mythos")
@@ -360,6 +357,52 @@ def test_an_edit_of_a_dead_lettered_message_reaches_its_replay(
     wait_for(lambda: "m1" in holders(stack))
     [payload] = points(stack).values()
     assert "POISON" not in payload["text"] and "Zanzibar" in payload["text"]
+
+
+def test_an_emptying_edit_takes_the_message_out_of_its_dead_letter(
+    stack: Stack, embeddings: EmbeddingServer
+) -> None:
+    """The letter's chunk is written without the emptied message (its point id then comes
+    from the message left), and an edit back brings the message in a chunk of its own."""
+    embeddings.reject_inputs_containing("POISON")
+    save(stack, msg("m1", f"POISON {CLOCK}", 1), msg("m2", RAIN, 2, user="2"))
+    stack.flush("mythos")
+    assert save(stack, msg("m1", "ok", 1))["edited"] == 1
+    wait_for(lambda: stack.runtime.redis.hlen(keys.edits(COLLECTION)) == 0)
+    [letter] = stack.client.get("/dead-letters").json()["entries"]
+    assert letter["message_ids"] == ["m2"] and "POISON" not in letter["text"]
+    embeddings.clear_faults()
+    stack.client.post("/dead-letters/replay", json={"bot": "mythos"})
+    wait_for(lambda: "m2" in holders(stack))
+    assert set(holders(stack)) == {"m2"}
+    assert save(stack, msg("m1", BOAT, 1))["edited"] == 1  # back, with a long text
+    wait_for(lambda: stack.runtime.redis.hlen(keys.edits(COLLECTION)) == 0)
+    stack.flush("mythos")
+    wait_for(lambda: "m1" in holders(stack))
+    found = holders(stack)
+    assert len(found["m1"]) == 1 and len(found["m2"]) == 1 and found["m1"] != found["m2"]
+    assert all("POISON" not in p["text"] for p in points(stack).values())
+
+
+def test_an_edit_waits_for_a_running_replay_of_dead_letters(
+    stack: Stack, embeddings: EmbeddingServer
+) -> None:
+    """A replay reads its letters before it writes them: an edit given to a letter meanwhile
+    would be overwritten by the replay's old text. It waits for the replay lock."""
+    embeddings.reject_inputs_containing("POISON")
+    save(stack, msg("m1", f"POISON {CLOCK}", 1), msg("m2", RAIN, 2, user="2"))
+    stack.flush("mythos")
+    r = stack.runtime.redis
+    r.set(keys.REPLAY_LOCK, "a replay", px=60_000)
+    assert save(stack, msg("m1", BOAT, 1))["edited"] == 1
+    time.sleep(1.5)  # edit rounds run meanwhile: the edit stays queued
+    assert r.hlen(keys.edits(COLLECTION)) == 1
+    [letter] = stack.client.get("/dead-letters").json()["entries"]
+    assert "POISON" in letter["text"]
+    r.delete(keys.REPLAY_LOCK)
+    wait_for(lambda: r.hlen(keys.edits(COLLECTION)) == 0)
+    [letter] = stack.client.get("/dead-letters").json()["entries"]
+    assert "Zanzibar" in letter["text"] and "POISON" not in letter["text"]
 
 
 def test_patch_of_an_emptied_message_with_another_short_text_says_emptied(stack: Stack) -> None:

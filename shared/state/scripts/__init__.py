@@ -18,9 +18,9 @@ _NAMES = (
     # the write path
     "save", "claim", "begin", "renew", "commit", "settle", "release", "force",
     # deletes, quarantine, dead letters, locks, moving, upgrades, the backlog gauges
-    "dead_letter_move", "quarantine_fail", "quarantine_release", "quarantine_drop",
-    "lock_release", "forget", "forget_emptied", "upgrade_move_seen", "upgrade_move_conversation",
-    "marks_restore", "backlog_read",
+    "dead_letter_move", "dead_letter_replace", "quarantine_fail", "quarantine_release",
+    "quarantine_drop", "lock_release", "forget", "forget_emptied", "upgrade_move_seen",
+    "upgrade_move_conversation", "marks_restore", "backlog_read",
     # edits of written chunks (workers/edits.py)
     "edit_done", "edit_restore", "invalidate",
 )  # fmt: skip
