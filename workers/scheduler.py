@@ -27,6 +27,8 @@ REPLAY_EVERY_SECONDS = 1.0
 BACKFILL_EVERY_SECONDS = 5.0
 BACKFILL_QUEUED_SECONDS = 60  # a lost task (worker killed) stops blocking the next after this
 EDITS_QUEUED_SECONDS = 60  # the same for an agent's edit task
+# Emptied records outlive their dedupe marks by at most this (shared/state/edits.py).
+EMPTIED_SWEEP_SECONDS = 10.0
 
 
 class Scheduler:
@@ -59,6 +61,7 @@ class Scheduler:
         self._last_backfill = 0.0
         self.send_edits = send_edits
         self._edits = PendingEdits(buffers.redis)
+        self._last_sweep = 0.0
         self.interval = interval
         self.batch = batch
         self.per_tick = per_tick
@@ -72,7 +75,18 @@ class Scheduler:
         self._maybe_replay()
         self._maybe_backfill()
         self._queue_edits()
+        self._maybe_sweep_emptied()
         return len(claims)
+
+    def _maybe_sweep_emptied(self) -> None:
+        """The emptied records of expired ids go now and then (Redis 7.0 has no field TTL)."""
+        now = time.monotonic()
+        if now - self._last_sweep < EMPTIED_SWEEP_SECONDS:
+            return
+        self._last_sweep = now
+        gone = self._edits.sweep_emptied()
+        if gone:
+            log.info("%d emptied messages forgotten with their expired dedupe marks", gone)
 
     def _queue_edits(self) -> None:
         """One edit task per agent with edits waiting, never a second while one is queued."""

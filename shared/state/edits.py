@@ -40,6 +40,7 @@ class PendingEdits:
         self.redis = client
         self._done = client.register_script(SOURCES["edit_done"])
         self._restore = client.register_script(SOURCES["edit_restore"])
+        self._sweep = client.register_script(SOURCES["emptied_sweep"])
 
     def collections(self) -> list[str]:
         """The collections with edits waiting."""
@@ -82,3 +83,20 @@ class PendingEdits:
                        keys.seen(collection, edit.source, edit.message_id), keys.DUE,
                        keys.QUARANTINE]  # fmt: skip
         return int(self._restore(keys=script_keys, args=[named(args)])) == 1
+
+    def sweep_emptied(self, page: int = 256) -> int:
+        """Forget every emptied record whose dedupe mark has expired (nothing can bring it back
+        any more, and it holds a message's text); returns how many went."""
+        gone = 0
+        for raw_key in self.redis.scan_iter(match=keys.EMPTIED_PATTERN, count=page):
+            key = as_text(raw_key)
+            prefix = keys.seen_prefix_of_emptied(key)
+            fields: list[str] = []
+            for field, _ in self.redis.hscan_iter(key, count=page):  # NOVALUES: Redis 7.4
+                fields.append(as_text(field))
+                if len(fields) == page:
+                    gone += int(self._sweep(keys=[key], args=[prefix, *fields]))
+                    fields = []
+            if fields:
+                gone += int(self._sweep(keys=[key], args=[prefix, *fields]))
+        return gone

@@ -22,7 +22,7 @@ _NAMES = (
     "quarantine_drop", "lock_release", "forget", "forget_emptied", "upgrade_move_seen",
     "upgrade_move_conversation", "marks_restore", "backlog_read",
     # edits of written chunks (workers/edits.py)
-    "edit_done", "edit_restore", "invalidate",
+    "edit_done", "edit_restore", "invalidate", "emptied_sweep",
 )  # fmt: skip
 
 
