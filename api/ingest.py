@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 
 from api.schemas import Refusal, SaveMessage, SaveRequest
 from shared.agents import AgentConfig
 from shared.errors import RequestTooLarge
-from shared.format.chunking import is_storable
+from shared.format.chunking import ChunkRules, is_storable
 from shared.format.fingerprint import text_fingerprint
 from shared.format.ids import (
     MAX_ID_CHARS,
@@ -21,7 +22,12 @@ from shared.format.ids import (
 )
 from shared.format.messages import stored_json
 from shared.format.naming import speaker_name
-from shared.format.timestamps import UnstorableTime, storable_timestamp
+from shared.format.timestamps import (
+    MAX_STORABLE_MS,
+    MS_THRESHOLD,
+    UnstorableTime,
+    storable_timestamp,
+)
 from shared.settings import Settings
 from shared.state.buffers import ConversationBatch, SaveBatches
 from shared.state.conversations import ConversationRef
@@ -51,59 +57,121 @@ def check_limits(request: SaveRequest, settings: Settings) -> None:
         )
 
 
-def _id_problem(item: SaveMessage) -> tuple[str, str] | None:
+# A message as /save receives it, every field that decides what is stored of it (or why not).
+Fields = tuple[str, str | None, float | int | str | None, str, str | None, str | None,
+               str | None, str | None, str | None, str | None]  # fmt: skip
+
+
+def fields_of(item: SaveMessage) -> Fields:
+    return (item.message_id, item.text, item.ts, item.speaker_kind, item.user_id,
+            item.discord_user_id, item.speaker_name, item.channel_id, item.guild_id,
+            item.conversation_id)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Naming:
+    """What of its agent decides a message's stored form: hashable, a part of the cache key."""
+
+    self_speaker: str
+    aliases: tuple[tuple[str, str], ...]
+    rules: ChunkRules
+
+    @classmethod
+    def of(cls, agent: AgentConfig) -> Naming:
+        return cls(agent.speaker, tuple(sorted(agent.speaker_aliases.items())), agent.rules)
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A message ready for the save script: its stored JSON, its text's fingerprint, and
+    whether it is too short to store (only an edit of a known id can use it then)."""
+
+    line: str
+    fingerprint: str
+    short: bool
+
+
+def _id_problem(message: Fields) -> tuple[str, str] | None:
     """The first id of a message that cannot be stored, and why; None for nearly every one."""
+    message_id, user_id, discord_user_id = message[0], message[4], message[5]
+    channel_id, guild_id, conversation_id = message[7], message[8], message[9]
     # Plain ids joined are plain: one check clears a message of snowflakes (shared/format/ids.py).
     every_id = (
-        f"{item.message_id}{item.user_id or ''}{item.discord_user_id or ''}"
-        f"{item.channel_id or ''}{item.guild_id or ''}{item.conversation_id or ''}"
+        f"{message_id}{user_id or ''}{discord_user_id or ''}"
+        f"{channel_id or ''}{guild_id or ''}{conversation_id or ''}"
     )
-    if item.message_id and is_plain(every_id):
+    if message_id and is_plain(every_id):
         return None
-    problem = message_id_problem(item.message_id)
+    problem = message_id_problem(message_id)
     if problem:
         return "message_id", problem
-    for field in OTHER_IDS:
-        value = getattr(item, field)
+    others = (user_id, discord_user_id, channel_id, guild_id, conversation_id)
+    for field, value in zip(OTHER_IDS, others, strict=True):
         problem = id_problem(value) if value is not None else None
         if problem:
             return field, problem
     return None
 
 
-def _checked_time(index: int, item: SaveMessage, now_ms: int) -> int | Refusal:
-    """The message's timestamp when it can be stored; else why it cannot."""
-    found = _id_problem(item)
-    if found is None:
+def prepare(naming: Naming, message: Fields, now_ms: int) -> Prepared | tuple[str, str]:
+    """The message ready to store, or the field that cannot be stored and why."""
+    found = _id_problem(message)
+    if found is not None:
+        return found
+    message_id, raw_text, raw_ts, kind, user_id, discord_user_id, given = message[:7]
+    try:
+        ts = storable_timestamp(raw_ts, now_ms)
+    except UnstorableTime as exc:
+        return "ts", str(exc)
+    text = clean_text(raw_text or "").strip()
+    user = user_id or discord_user_id
+    is_self = kind == "self"
+    speaker = speaker_name(
+        is_self=is_self,
+        self_speaker=naming.self_speaker,
+        speaker_aliases=dict(naming.aliases),
+        user_id=user,
+        given_name=one_line_name(given) if given else None,
+    )
+    line = stored_json(message_id, text, ts, speaker, user, is_self)
+    # A short one is stored never, but its id may be known: an edit that empties it.
+    return Prepared(line, text_fingerprint(text), not is_storable(text, naming.rules))
+
+
+class _Refused(Exception):
+    """A message that cannot be stored: raised, so that lru_cache does not keep it (its ids
+    may be of any size)."""
+
+
+def _prepare_storable(naming: Naming, message: Fields) -> Prepared:
+    ready = prepare(naming, message, 0)  # epoch-ms times never read `now`
+    if not isinstance(ready, Prepared):
+        raise _Refused(*ready)
+    return ready
+
+
+# The Discord plugin re-sends its last 30 messages on every turn: nearly every message of a
+# request was prepared before, byte for byte (half of /save's own work, bench in BENCHMARKS.md).
+# Kept: messages that can be stored (their ids are at most MAX_ID_CHARS), with an epoch-ms time
+# (any other form may read differently as the clock moves) and up to CACHED_CHARS of text and
+# name (most chat lines): about 40 MB at most, whatever clients send.
+CACHED_CHARS = 1_500
+_prepared_before = lru_cache(maxsize=8_192)(_prepare_storable)
+
+
+def _prepared(naming: Naming, item: SaveMessage, now_ms: int) -> Prepared | tuple[str, str]:
+    message = fields_of(item)
+    ts = item.ts
+    if (
+        type(ts) is int
+        and MS_THRESHOLD < ts <= MAX_STORABLE_MS
+        and len(item.text or "") + len(item.speaker_name or "") <= CACHED_CHARS
+    ):
         try:
-            return storable_timestamp(item.ts, now_ms)
-        except UnstorableTime as exc:
-            found = ("ts", str(exc))
-    field, problem = found
-    mid = shown(item.message_id, MAX_ID_CHARS)
-    return Refusal(index=index, message_id=mid, field=field, reason=f"{field} {problem}")
-
-
-class _Speakers:
-    """Who each message is from, resolved once per speaker: a request re-sends a few people's
-    messages, thirty times over."""
-
-    def __init__(self, agent: AgentConfig) -> None:
-        self.agent = agent
-        self._known: dict[tuple[bool, str | None, str | None], str] = {}
-
-    def of(self, item: SaveMessage, user_id: str | None) -> str:
-        who = (item.speaker_kind == "self", user_id, item.speaker_name)
-        name = self._known.get(who)
-        if name is None:
-            name = self._known[who] = speaker_name(
-                is_self=who[0],
-                self_speaker=self.agent.speaker,
-                speaker_aliases=self.agent.speaker_aliases,
-                user_id=user_id,
-                given_name=one_line_name(item.speaker_name) if item.speaker_name else None,
-            )
-        return name
+            return _prepared_before(naming, message)
+        except _Refused as refused:
+            return refused.args[0], refused.args[1]
+    return prepare(naming, message, now_ms)
 
 
 def ingest(request: SaveRequest, agent: AgentConfig, source: str) -> Ingest:
@@ -111,20 +179,19 @@ def ingest(request: SaveRequest, agent: AgentConfig, source: str) -> Ingest:
     save script counts them skipped, or takes an emptied edit's message out of its chunk), and
     refuse, one by one, the ones that cannot be stored."""
     now_ms = int(time.time() * 1000)
-    rules = agent.rules
+    naming = Naming.of(agent)
     collection = agent.collection_name  # derived from the name: once, not per message
-    speakers = _Speakers(agent)
     batches = SaveBatches()
     by_scope: dict[tuple[str | None, str | None], ConversationBatch] = {}
     refusals: list[Refusal] = []
     for index, item in enumerate(request.messages):
-        ts = _checked_time(index, item, now_ms)
-        if isinstance(ts, Refusal):
-            refusals.append(ts)
+        ready = _prepared(naming, item, now_ms)
+        if not isinstance(ready, Prepared):
+            field, problem = ready
+            mid = shown(item.message_id, MAX_ID_CHARS)
+            refusals.append(Refusal(index=index, message_id=mid, field=field,
+                                    reason=f"{field} {problem}"))  # fmt: skip
             continue
-        text = clean_text(item.text or "").strip()
-        # A short one is stored never, but its id may be known: an edit that empties it.
-        short = not is_storable(text, rules)
         scope = (item.conversation_id, item.channel_id)
         batch = by_scope.get(scope)
         if batch is None:  # a request's messages share one or a few conversations
@@ -136,11 +203,6 @@ def ingest(request: SaveRequest, agent: AgentConfig, source: str) -> Ingest:
                     channel_id=item.channel_id,
                 )
             )
-        user_id = item.user_id or item.discord_user_id
-        is_self = item.speaker_kind == "self"
-        speaker = speakers.of(item, user_id)
-        line = stored_json(item.message_id, text, ts, speaker, user_id, is_self)
-        batch.append(
-            item.message_id, line, item.guild_id, fingerprint=text_fingerprint(text), short=short
-        )
+        batch.append(item.message_id, ready.line, item.guild_id,
+                     fingerprint=ready.fingerprint, short=ready.short)  # fmt: skip
     return Ingest(batches, refusals)

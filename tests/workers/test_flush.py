@@ -171,8 +171,11 @@ def test_ready_chunks_of_many_conversations_share_one_embedding_request(
 
 
 def test_a_flush_that_dies_after_upsert_runs_again_without_duplicates(
-    world: World, monkeypatch: pytest.MonkeyPatch
+    make_world: Callable[..., World], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The open chunk must not go idle between the two flushes: on a loaded machine the
+    # fixture's half second ran out, and the second flush wrote it too (3 chunks, seen here).
+    world = make_world(AgentConfig(name="mythos", idle_flush_seconds=60))
     msgs = [message(f"m{i}", f"{HALF} {i}", i) for i in range(5)]
     conv = world.save("mythos", "c1", msgs)
     claims = world.claim_all()
