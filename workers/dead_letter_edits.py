@@ -5,14 +5,13 @@ An edit that no chunk and no letter holds is the caller's to restore or drop."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from shared.agents import AgentConfig
 from shared.format import fields
 from shared.format.messages import Message
-from shared.format.payload import chunk_payload, context_of, message_ids_of, messages_of
-from shared.format.rewrite import rewritten
-from shared.memories.rewrites import ChunkChange, target_id
+from shared.format.payload import message_ids_of
+from shared.memories.letters import changed_letter
 from shared.state import keys
 from shared.state.dead_letters import DeadLetter, DeadLetters
 from shared.state.edits import PendingEdit, PendingEdits
@@ -69,24 +68,17 @@ def _edit_letter(
     result: LetterEdits,
 ) -> None:
     key, raw, letter = found
-    messages = messages_of(letter.payload)
-    if messages is None:  # an older letter without its messages: it keeps its text
+    texts = {e.message_id: Message.from_json(e.line).text for e in edits}
+    change = changed_letter(letter, agent.rules, texts=texts)
+    if change is None:  # an older letter without its messages: it keeps its text
         result.stale += len(edits)
         result.handled += edits
         return
-    texts = {e.message_id: Message.from_json(e.line).text for e in edits}
-    change = rewritten(messages, agent.rules, texts=texts)
-    edited: DeadLetter | None = None
-    if not change.empty:
-        payload = chunk_payload(change.messages, context_of(letter.payload))
-        point = target_id(letter.collection, ChunkChange(letter.point_id, letter.payload,
-                                                         messages, change))  # fmt: skip
-        edited = replace(letter, payload=payload, point_id=point)
     source = str(letter.payload.get(fields.SOURCE, ""))
-    emptied = {keys.edit_field(source, m.id): m.to_json() for m in change.emptied}
+    emptied = {keys.edit_field(source, m.id): m.to_json() for m in change.rewrite.emptied}
     # kept before the letter loses them, as a rewritten chunk's are (workers/edits.py)
     pending.keep_emptied(letter.collection, emptied)
-    if not dead.replace(key, raw, edited):
+    if not dead.replace(key, raw, change.letter):
         result.waiting += edits  # moved to the replay queue meanwhile: found there next time
         return
     result.emptied.update(emptied)

@@ -21,7 +21,9 @@ from shared.format.fields import CHANNEL_ID, CONVERSATION_ID, MESSAGE_ID_LIST, S
 from shared.format.naming import point_id
 from shared.format.payload import message_ids_of
 from shared.memories.delete_plan import DeletePlan, Partial, plan_delete
+from shared.memories.delete_scope import DeleteScope
 from shared.memories.known_ids import LACKING_ID_LIST
+from shared.memories.letter_deletes import delete_from_letters
 from shared.memories.rewrites import rewrite_chunks, rewrites_held
 from shared.runtime import Runtime
 from shared.state import keys
@@ -33,26 +35,12 @@ from shared.state.buffer_deletes import (
     Removed,
 )
 from shared.state.conversations import ConversationRef, source_of
-from shared.state.dead_letters import DeadLetter
 from shared.state.lock import held
 from shared.store.filters import Filter, HasIds, Match
 from shared.store.rules import check_compatible
 
 REPLAY_WAIT_SECONDS = 10.0
 REPLAY_LOCK_MS = 120_000
-
-
-@dataclass(frozen=True, slots=True)
-class DeleteScope:
-    """Exactly one of: a source; a conversation (source + channel or conversation id);
-    a message id (any source); a user id; one point (a chunk) by its id."""
-
-    source: str | None = None
-    channel_id: str | None = None
-    conversation_id: str | None = None
-    message_id: str | None = None
-    user_id: str | None = None
-    point_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,9 +236,8 @@ def delete(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> DeleteRe
         tombstones = written.tombstones
         for source, ids in _tombstones(forgotten.removed).items():
             tombstones[source].update(ids)
-        dead = runtime.dead_letters.remove_where(
-            lambda letter: not _covers(letter, agent, scope, tombstones)
-        )
+        dead, lettered = delete_from_letters(runtime.dead_letters, agent, scope, tombstones)
+        deletes.tombstone(collection, lettered.items())
     return DeleteResult(
         points=written.deleted + gone,
         buffered=len(forgotten.removed) + written.mates,
@@ -316,28 +303,3 @@ def _tombstones(removed: list[Removed]) -> dict[str, set[str]]:
         if message_id is not None:
             by_source[source_of(conversation)].add(message_id)
     return by_source
-
-
-def _covers(
-    letter: DeadLetter, agent: AgentConfig, scope: DeleteScope, gone: dict[str, set[str]]
-) -> bool:
-    """Whether a dead letter holds deleted messages; replaying it would bring them back."""
-    if letter.collection != agent.collection_name:
-        return False
-    payload = letter.payload
-    source = str(payload.get("source", ""))
-    if not message_ids_of(payload).isdisjoint(gone.get(source, set())):
-        return True
-    if scope.point_id is not None:
-        return letter.point_id == scope.point_id
-    if scope.message_id is not None:
-        return scope.message_id in message_ids_of(payload)
-    if scope.user_id is not None:
-        return scope.user_id in payload.get("userIdList", [])
-    if source != scope.source:
-        return False
-    if scope.conversation_id is not None:
-        return payload.get("conversationId") == scope.conversation_id
-    if scope.channel_id is not None:
-        return payload.get("channelId") == scope.channel_id
-    return True
