@@ -30,7 +30,7 @@ DEFAULT_LEXICAL_THRESHOLD = 5.0
 MAX_LEXICAL_THRESHOLD = 1_000_000.0
 # How much the lexical leg counts in the fusion: dense + w x lexical after each leg's
 # normalisation (README "Hybrid recall"); chosen on bench/quality (BENCHMARKS.md, section 12).
-DEFAULT_LEXICAL_WEIGHT = 1.0
+DEFAULT_LEXICAL_WEIGHT = 2.0
 # Beyond 10 the dense leg only breaks ties between lexical matches; 0 keeps the dense order.
 MAX_LEXICAL_WEIGHT = 10.0
 # fastembed reads `<language>.txt` stopwords from the model folder; shipping the folder keeps it
