@@ -2,7 +2,7 @@
 threshold 0.3, its last 30 messages excluded): hit@5, full@5 and characters of context; then
 the sweep of the lexical weight (dbsf) on this set and on long-chat-shaped conversations.
 
-Run: .venv/bin/python -m bench.quality [--sweep-only]
+Run: .venv/bin/python -m bench.quality [--sweep-only] [--seeds 11,12,13]
 """
 
 from __future__ import annotations
@@ -99,10 +99,13 @@ MODES: list[tuple[str, dict[str, Any]]] = [
 WEIGHTS = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0]
 
 
-def sweep() -> str:
-    """hit@5, full@5 and context of hybrid dbsf at each lexical weight, on both sets."""
+def sweep(seeds: list[int]) -> str:
+    """hit@5, full@5 and context of hybrid dbsf at each lexical weight, on the generated set
+    and on long chats generated from each seed."""
+    sets = [("generated", build())]
+    sets += [(f"long chats {seed}", quality_long_chats.build(seed)) for seed in seeds]
     out = []
-    for name, data in (("generated", build()), ("long chats", quality_long_chats.build())):
+    for name, data in sets:
         store, cache, count = load(data)
         print(f"{name}: {sum(len(s) for s in data.sessions)} messages, {count} chunks")
         for weight in WEIGHTS:
@@ -116,8 +119,11 @@ def sweep() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sweep-only", action="store_true", help="only the weight sweep")
-    if parser.parse_args(argv).sweep_only:
-        print(sweep())
+    parser.add_argument("--seeds", default="11", help="seeds of the long chats, e.g. 11,12,13")
+    args = parser.parse_args(argv)
+    seeds = [int(seed) for seed in args.seeds.split(",")]
+    if args.sweep_only:
+        print(sweep(seeds))
         return 0
     data = build()
     started = time.perf_counter()
@@ -132,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             hit, full, chars, n = result[kind]
             out.append([label, kind, n, f"{hit:.2f}", f"{full:.2f}", f"{chars:.0f}"])
     print(table(["recall", "questions", "n", "hit@5", "full@5", "context chars"], out))
-    print(sweep())
+    print(sweep(seeds))
     return 0
 
 
