@@ -7,6 +7,7 @@ from typing import Any
 import redis
 
 from api.recall.lexical import hybrid_possible
+from shared.agents import AgentDefaults
 from shared.errors import MemoryPoolError
 from shared.runtime import Runtime
 from shared.state import keys
@@ -71,7 +72,17 @@ def _agent_section(
         )
     section["blocked"] = as_text(blocked) if blocked else None
     section["quarantined"] = quarantined
-    return section
+    return section | fusion_settings(runtime, name)
+
+
+def fusion_settings(runtime: Runtime, name: str) -> dict[str, Any]:
+    """How /retrieve fuses this agent's legs by default, whether its collection exists or not."""
+    settings: AgentDefaults
+    try:
+        settings = runtime.agents.get(name)
+    except MemoryPoolError:  # seen once, no longer accepted: the file's defaults
+        settings = runtime.agents.defaults
+    return {"fusion": settings.fusion, "lexical_weight": settings.lexical_weight}
 
 
 def lexical_state(runtime: Runtime, name: str, state: CollectionState) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from shared.embedding.bm25 import MAX_LEXICAL_THRESHOLD
+from shared.embedding.bm25 import MAX_LEXICAL_THRESHOLD, MAX_LEXICAL_WEIGHT
 from shared.format.ids import MAX_ID_CHARS, MAX_SOURCE_CHARS, id_problem, message_id_problem
 from shared.format.timestamps import MAX_STORABLE_MS, MIN_STORABLE_MS
 
@@ -192,6 +192,16 @@ class RetrieveRequest(BaseModel):
         "times the term weight, summed over the query's words); absent: the agent's (5.0). "
         "Finite, at most 1,000,000 (which no chunk reaches: the lexical leg admits nothing).",
     )
+    lexical_weight: float | None = Field(
+        None,
+        ge=0,
+        le=MAX_LEXICAL_WEIGHT,
+        allow_inf_nan=False,
+        description="How much the BM25 leg counts in hybrid recall: dbsf ranks by dense + w x "
+        "lexical after each leg's normalisation, rrf weighs the lexical leg's ranks by w; 0 "
+        "keeps the dense order (lexical-only chunks last), 1 is equal weights. From 0 to 10; "
+        "absent: the agent's `lexical_weight`.",
+    )
     source: SourceFilter | None = Field(
         None, description='Only chunks from this interface ("discord").'
     )
@@ -277,6 +287,12 @@ class AgentHealth(BaseModel):
     )
     points_without_bm25: int | None = Field(
         None, description="Points the background backfill has not given BM25 terms yet."
+    )
+    fusion: Literal["dbsf", "rrf"] | None = Field(
+        None, description="How hybrid recall fuses the legs for this agent by default."
+    )
+    lexical_weight: float | None = Field(
+        None, description="The BM25 leg's weight in the fusion for this agent by default."
     )
     quarantined: int = Field(0, description="Its conversations in quarantine.")
 

@@ -1,6 +1,7 @@
 """The parts of a hybrid /retrieve on Qdrant Edge, in process: the dense query alone (what
-`bench.retrieve_serve` calls "bare"), the fused dense + BM25 query /retrieve sends by default,
-and the cosine request that follows it. With the Discord plugin's 30 exclusions.
+`bench.retrieve_serve` calls "bare"), the fused dense + BM25 query /retrieve sends by default
+(at the default lexical weight: both legs, fused in memory-pool), and the cosine request that
+follows it. With the Discord plugin's 30 exclusions.
 
 Run: .venv/bin/python -m bench.edge_recall_parts --size 50000 --dims 3072
 """
@@ -18,7 +19,7 @@ from bench.machine import describe
 from bench.recall_embedded import _queries
 from bench.retrieve_serve import COLLECTION, fill_edge
 from bench.stats import median, pct, table
-from shared.embedding.bm25 import query_terms
+from shared.embedding.bm25 import DEFAULT_LEXICAL_WEIGHT, query_terms
 from shared.store.edge.engine import EdgeStore
 from shared.store.interface import FusedQuery
 
@@ -48,10 +49,11 @@ def main() -> None:
             terms = query_terms("do you remember the river and the lighthouse", "english")
             dense = _timed(asks, lambda v, f: store.query(
                 COLLECTION, v, limit=20, score_threshold=0.0, query_filter=f))  # fmt: skip
+            weight = DEFAULT_LEXICAL_WEIGHT
             fused = _timed(asks, lambda v, f: store.fused_query(
-                COLLECTION, FusedQuery(v, terms, 20, 0.0, f, 0.0, "dbsf")))  # fmt: skip
-            some = [p.id for p in store.fused_query(
-                COLLECTION, FusedQuery(asks[0][0], terms, 20, 0.0, None, 0.0, "dbsf"))]  # fmt: skip
+                COLLECTION, FusedQuery(v, terms, 20, 0.0, f, 0.0, "dbsf", weight)))  # fmt: skip
+            first = FusedQuery(asks[0][0], terms, 20, 0.0, None, 0.0, "dbsf", weight)
+            some = [p.id for p in store.fused_query(COLLECTION, first)]
             cosines = _timed(asks, lambda v, f: store.cosines(COLLECTION, some, v))
         finally:
             store.close()

@@ -1,7 +1,8 @@
 """Recall quality, dense vs hybrid in the same run, as the Discord plugin asks (limit 5,
-threshold 0.3, its last 30 messages excluded): hit@5, full@5 and characters of context.
+threshold 0.3, its last 30 messages excluded): hit@5, full@5 and characters of context; then
+the sweep of the lexical weight (dbsf) on this set and on long-chat-shaped conversations.
 
-Run: .venv/bin/python -m bench.quality
+Run: .venv/bin/python -m bench.quality [--sweep-only] [--seeds 11,12,13]
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from api.recall.query_cache import QueryCache
 from api.recall.query_filter import RecallFilters
 from api.recall.request import RecallRequest
 from api.recall.service import recall
+from bench import quality_long_chats
 from bench.quality_data import ConversationSet, build
 from bench.stats import table
 from shared.agents import AgentConfig
@@ -94,8 +96,35 @@ MODES: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+WEIGHTS = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0]
+
+
+def sweep(seeds: list[int]) -> str:
+    """hit@5, full@5 and context of hybrid dbsf at each lexical weight, on the generated set
+    and on long chats generated from each seed."""
+    sets = [("generated", build())]
+    sets += [(f"long chats {seed}", quality_long_chats.build(seed)) for seed in seeds]
+    out = []
+    for name, data in sets:
+        store, cache, count = load(data)
+        print(f"{name}: {sum(len(s) for s in data.sessions)} messages, {count} chunks")
+        for weight in WEIGHTS:
+            result = score(data, store, cache, mode="hybrid", lexical_weight=weight)
+            for kind in ("all", "shared words", "paraphrase"):
+                hit, full, chars, n = result[kind]
+                out.append([name, weight, kind, n, f"{hit:.3f}", f"{full:.3f}", f"{chars:.0f}"])
+    return table(["set", "lexical weight", "questions", "n", "hit@5", "full@5", "chars"], out)
+
+
 def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(description=__doc__).parse_args(argv)
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sweep-only", action="store_true", help="only the weight sweep")
+    parser.add_argument("--seeds", default="11", help="seeds of the long chats, e.g. 11,12,13")
+    args = parser.parse_args(argv)
+    seeds = [int(seed) for seed in args.seeds.split(",")]
+    if args.sweep_only:
+        print(sweep(seeds))
+        return 0
     data = build()
     started = time.perf_counter()
     store, cache, count = load(data)
@@ -109,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             hit, full, chars, n = result[kind]
             out.append([label, kind, n, f"{hit:.2f}", f"{full:.2f}", f"{chars:.0f}"])
     print(table(["recall", "questions", "n", "hit@5", "full@5", "context chars"], out))
+    print(sweep(seeds))
     return 0
 
 

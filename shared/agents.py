@@ -10,7 +10,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from shared.embedding.bm25 import DEFAULT_LANGUAGE, DEFAULT_LEXICAL_THRESHOLD, MAX_LEXICAL_THRESHOLD
+from shared.embedding.bm25 import (
+    DEFAULT_LANGUAGE,
+    DEFAULT_LEXICAL_THRESHOLD,
+    DEFAULT_LEXICAL_WEIGHT,
+    MAX_LEXICAL_THRESHOLD,
+    MAX_LEXICAL_WEIGHT,
+)
 from shared.errors import ConfigError, InvalidAgentName, UnknownAgent
 from shared.format.chunking import ChunkRules
 from shared.format.naming import COLLECTION_BASE, collection_name, sanitize_agent_name
@@ -28,6 +34,7 @@ _DEFAULTABLE = (
     "fusion",
     "language",
     "lexical_threshold",
+    "lexical_weight",
 )
 
 
@@ -52,6 +59,10 @@ class AgentDefaults(BaseModel):
     # The BM25 score a point needs to enter the fusion from the lexical leg (see README).
     lexical_threshold: float = Field(
         DEFAULT_LEXICAL_THRESHOLD, ge=0, le=MAX_LEXICAL_THRESHOLD, allow_inf_nan=False
+    )
+    # How much the BM25 leg counts in the fusion: dense + w x lexical (see README).
+    lexical_weight: float = Field(
+        DEFAULT_LEXICAL_WEIGHT, ge=0, le=MAX_LEXICAL_WEIGHT, allow_inf_nan=False
     )
 
     @model_validator(mode="after")

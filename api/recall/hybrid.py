@@ -1,5 +1,6 @@
-"""Hybrid recall: the dense and BM25 legs fused in Qdrant, rescored to the dense cosine in one
-more request, then today's rules (exclusions, text dedupe, fill until the limit)."""
+"""Hybrid recall: the dense and BM25 legs fused (in Qdrant, or here when the lexical leg is
+weighted), rescored to the dense cosine in one more request where a point's cosine is not known
+yet, then today's rules (exclusions, text dedupe, fill until the limit)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ class HybridFill:
             fused = self.store.fused_query(self.collection, FusedQuery(
                 self.vector, self.terms, prefetch, self.request.score_threshold,
                 self.query_filter, self.request.lexical_threshold, self.request.fusion,
+                self.request.lexical_weight,
             ))  # fmt: skip
             new = [p for p in fused if p.id not in seen]
             seen.update(p.id for p in fused)
@@ -50,13 +52,15 @@ class HybridFill:
         if not candidates or selector.full:
             return 0
         # Every fused point qualifies: a leg admitted it, the dense one at the cosine
-        # threshold, the lexical one at the BM25 threshold (the lexical-only rule).
-        scores = cosines(self.store, self.collection, [p.id for p in candidates], self.vector)
+        # threshold, the lexical one at the BM25 threshold (the lexical-only rule). Legs fused
+        # here already carry the cosine of what the dense leg found: only the rest is read.
+        unknown = [p.id for p in candidates if p.cosine is None]
+        scores = cosines(self.store, self.collection, unknown, self.vector)
         for point in candidates:
-            cosine = scores.get(point.id)
+            cosine = scores.get(point.id) if point.cosine is None else point.cosine
             if cosine is not None:  # None: deleted between the two requests
                 selector.offer(_hit(point, cosine))
-        return 1
+        return 1 if unknown else 0
 
 
 def _hit(point: FusedPoint, cosine: float) -> RecallHit:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from api.recall.query_filter import RecallFilters
-from shared.embedding.bm25 import DEFAULT_LEXICAL_THRESHOLD
+from shared.embedding.bm25 import DEFAULT_LEXICAL_THRESHOLD, DEFAULT_LEXICAL_WEIGHT
 from shared.format.recall_block import RecallHit
 from shared.store.interface import Fusion
 
@@ -22,6 +22,7 @@ class RecallRequest:
     mode: Literal["hybrid", "dense"] = "dense"
     fusion: Fusion = "dbsf"
     lexical_threshold: float = DEFAULT_LEXICAL_THRESHOLD
+    lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,6 +68,7 @@ def _request(body: RetrieveRequest, agent: AgentConfig) -> RecallRequest:
         lexical_threshold=(
             agent.lexical_threshold if body.lexical_threshold is None else body.lexical_threshold
         ),
+        lexical_weight=agent.lexical_weight if body.lexical_weight is None else body.lexical_weight,
     )
 
 

@@ -28,6 +28,11 @@ DEFAULT_LEXICAL_THRESHOLD = 5.0
 # already admits nothing. Beyond float32 (Qdrant's scores) a threshold would overflow, and
 # an infinite one reaches a server as `null`, i.e. no threshold at all: both are refused.
 MAX_LEXICAL_THRESHOLD = 1_000_000.0
+# How much the lexical leg counts in the fusion: dense + w x lexical after each leg's
+# normalisation (README "Hybrid recall"); chosen on bench/quality (BENCHMARKS.md, section 12).
+DEFAULT_LEXICAL_WEIGHT = 2.0
+# Beyond 10 the dense leg only breaks ties between lexical matches; 0 keeps the dense order.
+MAX_LEXICAL_WEIGHT = 10.0
 # fastembed reads `<language>.txt` stopwords from the model folder; shipping the folder keeps it
 # from downloading the Qdrant/bm25 repository. Languages without a file get no stopwords
 # (Qdrant's IDF still weighs common words down).

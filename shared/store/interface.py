@@ -15,6 +15,7 @@ from shared.format.fields import INTEGER_FIELDS, KEYWORD_FIELDS
 from shared.format.recall_block import RecallHit
 from shared.store.browse import Point, StoreBrowsing
 from shared.store.filters import Filter
+from shared.store.fusion import LegPoint, weighted_dbsf
 
 UPSERT_BATCH = 256
 # The payload indexes of every collection memory-pool writes: field -> "keyword" | "integer".
@@ -110,7 +111,8 @@ class CollectionState:
 class FusedQuery:
     """Hybrid recall's one request: both legs' best `prefetch` points under the same filter,
     each leg admitting only points at its own threshold (the cosine one, the BM25 one, so a
-    weak lexical match never pushes a good dense one out), fused."""
+    weak lexical match never pushes a good dense one out), fused: dense + w x lexical after
+    each leg's normalisation (DBSF), or RRF with the lexical leg's weight w."""
 
     dense: Sequence[float]
     terms: Terms
@@ -119,6 +121,12 @@ class FusedQuery:
     query_filter: Filter | None
     lexical_threshold: float
     fusion: Fusion
+    lexical_weight: float = 1.0
+
+    @property
+    def fused_here(self) -> bool:
+        """Whether memory-pool fuses the legs itself: Qdrant has no weighted DBSF."""
+        return self.fusion == "dbsf" and self.lexical_weight != 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +134,7 @@ class FusedPoint:
     id: str
     fused_score: float
     payload: dict
+    cosine: float | None = None  # known when the legs were fused here and the dense one had it
 
 
 class LexicalUnavailable(Exception):
@@ -197,10 +206,27 @@ class Store(StoreBrowsing, ABC):
     def nearest(self, name: str, query: DenseQuery) -> list[RecallHit]:
         """query() as one value: what each engine implements."""
 
-    @abstractmethod
     def fused_query(self, name: str, query: FusedQuery) -> list[FusedPoint]:
         """Both legs' best `prefetch` points under the same filter, fused (at most 2 x prefetch);
-        raises LexicalUnavailable when the collection refuses it."""
+        raises LexicalUnavailable when the collection refuses it. In the store where it can
+        express the fusion, else from both legs' scored points (shared/store/fusion.py)."""
+        if not query.fused_here:
+            return self.fused_in_store(name, query)
+        dense, lexical = self.fusion_legs(name, query)
+        return [
+            FusedPoint(p.id, p.score, p.payload, p.cosine)
+            for p in weighted_dbsf(dense, lexical, query.lexical_weight)
+        ]
+
+    @abstractmethod
+    def fused_in_store(self, name: str, query: FusedQuery) -> list[FusedPoint]:
+        """fused_query by the store's own fusion (DBSF, or RRF weighted by the lexical weight)."""
+
+    @abstractmethod
+    def fusion_legs(self, name: str, query: FusedQuery) -> tuple[list[LegPoint], list[LegPoint]]:
+        """The dense and the lexical leg's scored points, best first, as fused_in_store
+        prefetches them, in one request where the store takes a batch; empty for a missing
+        collection, LexicalUnavailable when the collection refuses the lexical leg."""
 
     @abstractmethod
     def cosines(self, name: str, ids: Sequence[str], dense: Sequence[float]) -> dict[str, float]:

@@ -9,7 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from shared.agents import AgentConfig, Agents
+from shared.agents import AgentConfig, AgentDefaults, Agents
+from shared.embedding.bm25 import DEFAULT_LEXICAL_WEIGHT
 from shared.runtime import Runtime
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.stack import stack_settings
@@ -44,10 +45,37 @@ def test_health_counts_agents_once_whatever_their_spelling(runtime: Runtime) -> 
         "collection": "mem_mythos", "exists": False, "vector_size": None, "points": None,
         "model": None, "model_matches": None, "blocked": None, "quarantined": 0,
         "recall": None, "bm25": None, "points_without_bm25": None,
+        "fusion": "dbsf", "lexical_weight": DEFAULT_LEXICAL_WEIGHT,
     }  # fmt: skip
     assert report["embedding"] == {
         "ok": True, "provider": "openai", "model": "text-embedding-3-small", "dimensions": 128,
     }  # fmt: skip
+
+
+def test_health_shows_each_agents_fusion_and_lexical_weight(
+    redis_url: str, embeddings: EmbeddingServer, tmp_path: Path
+) -> None:
+    settings = stack_settings(redis_url, embeddings.url, tmp_path)
+    agents = Agents(
+        [AgentConfig(name="Mythos", fusion="rrf", lexical_weight=0.5), AgentConfig(name="Nova")],
+        accept_unlisted=True,
+        defaults=AgentDefaults(lexical_weight=3.0),
+    )
+    built = Runtime.build(settings, agents=agents)
+    try:
+        with TestClient(create_app(settings, runtime=built)) as client:
+            assert client.post("/save", json=body("stranger", "1")).status_code == 202
+            report = client.get("/health").json()["agents"]
+    finally:
+        built.close()
+    shown = {name: (a["fusion"], a["lexical_weight"]) for name, a in report.items()}
+    # a listed agent's own (Nova, listed without the file's defaults, has the built-in ones);
+    # an unlisted one made from the defaults
+    assert shown == {
+        "Mythos": ("rrf", 0.5),
+        "Nova": ("dbsf", DEFAULT_LEXICAL_WEIGHT),
+        "stranger": ("dbsf", 3.0),
+    }
 
 
 def test_health_says_what_is_down(runtime: Runtime, embeddings: EmbeddingServer) -> None:

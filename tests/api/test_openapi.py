@@ -116,5 +116,13 @@ def test_health_and_delete_fields_are_described(schema: dict[str, Any]) -> None:
     assert {
         "collection", "exists", "vector_size", "model", "model_matches", "blocked", "quarantined",
     } <= set(agent)  # fmt: skip
+    assert {"fusion", "lexical_weight"} <= set(agent)
     scopes = components["DeleteRequest"]["properties"]
     assert set(scopes) == {"source", "channel_id", "conversation_id", "message_id", "user_id"}
+
+
+def test_the_retrieve_fields_are_described(schema: dict[str, Any]) -> None:
+    fields = schema["components"]["schemas"]["RetrieveRequest"]["properties"]
+    assert {"recall", "fusion", "lexical_threshold", "lexical_weight"} <= set(fields)
+    weight = next(f for f in fields["lexical_weight"]["anyOf"] if f.get("type") == "number")
+    assert (weight["minimum"], weight["maximum"]) == (0, 10)

@@ -21,12 +21,13 @@ from tests.support.hybrid_lake import (
     TRIP,
     lake_agents,
     retrieve,
+    save_lake_chunks,
     st_collection,
     st_requests,
 )
 from tests.support.qdrant_server import QdrantTestServer
 from tests.support.redis_server import RedisServer
-from tests.support.st_memory import BASE_TS, expected_block, message, st_chunk
+from tests.support.st_memory import BASE_TS, expected_block, st_chunk
 from tests.support.stack import Stack, running_stack, stack_settings
 
 
@@ -52,31 +53,9 @@ def stack(
             yield running
 
 
-def _save_lake_chunks(stack: Stack, bot: str) -> None:
-    """40 chunks about the lake trip, and one that names Zephyrine and little else."""
-    messages = []
-    for n in range(40):
-        ts = BASE_TS + n * 60_000
-        messages.append(
-            message(f"{bot}{n}-1", f"remember {TRIP}, evening {n}", ts, conversation=f"c{n}")
-        )
-        messages.append(
-            message(
-                f"{bot}{n}-2", f"yes {TRIP} again {n}", ts + 1, self_=True, conversation=f"c{n}"
-            )
-        )
-    ts = BASE_TS + 99 * 60_000
-    messages.append(message(f"{bot}z-1", f"{NAME} brought her violin", ts, conversation="cz"))
-    messages.append(
-        message(f"{bot}z-2", f"{NAME} played it beautifully", ts + 1, self_=True, conversation="cz")
-    )
-    assert stack.save({"bot": bot, "messages": messages})["accepted"] == 82
-    stack.flush(bot)
-
-
 def test_a_name_the_dense_leg_ranks_low_is_in_the_top_five(stack: Stack) -> None:
-    _save_lake_chunks(stack, "lake")
-    _save_lake_chunks(stack, "lakedense")
+    save_lake_chunks(stack, "lake")
+    save_lake_chunks(stack, "lakedense")
     # The Discord plugin's body: no threshold, no limit (0.3 and 5).
     dense = retrieve(stack, bot="lakedense", query_text=QUESTION)
     assert len(dense["hits"]) == 5

@@ -566,6 +566,7 @@ def test_openapi_documents_retrieve(stack: Stack) -> None:
         "recall",
         "fusion",
         "lexical_threshold",
+        "lexical_weight",
     }
     assert sorted(request["required"]) == ["bot", "query_text"]
     # the lexical-only rule is documented where a client reads the threshold

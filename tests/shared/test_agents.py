@@ -150,6 +150,21 @@ def test_no_file_accepts_any_agent_by_name() -> None:
             r"n\.yaml: agents\[0\]\.lexical_threshold: Input should be less than or equal to",
         ),
         (
+            "o.yaml",
+            "defaults:\n  lexical_weight: -0.5\n",
+            r"o\.yaml: defaults\.lexical_weight: Input should be greater than or equal to 0",
+        ),
+        (
+            "q.yaml",
+            "agents:\n  - name: x\n    lexical_weight: 11\n",
+            r"q\.yaml: agents\[0\]\.lexical_weight: Input should be less than or equal to 10",
+        ),
+        (
+            "s.yaml",
+            "defaults:\n  lexical_weight: .nan\n",
+            r"s\.yaml: defaults\.lexical_weight: Input should be a finite number",
+        ),
+        (
             "j.yaml",
             "defaults:\n  chunk_min_messages: 0\n",
             r"j\.yaml: defaults\.chunk_min_messages: Input should be greater than or equal to 1",
@@ -182,18 +197,22 @@ def test_recall_settings_per_agent_and_from_defaults(tmp_path: Path) -> None:
     text = (
         "accept_unlisted_agents: true\n"
         "defaults:\n  recall: dense\n  language: german\n  lexical_threshold: 3.5\n"
+        "  lexical_weight: 1.5\n"
         "agents:\n  - name: a\n    recall: hybrid\n    fusion: rrf\n    language: klingon\n"
+        "    lexical_weight: 0\n"
     )
     agents = load_agents(write(tmp_path, "r.yaml", text))
     listed = agents.get("a")
     assert (listed.recall, listed.fusion, listed.language) == ("hybrid", "rrf", "klingon")
-    assert listed.lexical_threshold == 3.5
+    assert (listed.lexical_threshold, listed.lexical_weight) == (3.5, 0.0)
     unlisted = agents.get("b")
     assert (unlisted.recall, unlisted.fusion, unlisted.language) == ("dense", "dbsf", "german")
+    assert unlisted.lexical_weight == 1.5
     plain = load_agents(write(tmp_path, "p.yaml", "agents:\n  - name: c\n")).get("c")
     assert (plain.recall, plain.fusion, plain.language, plain.lexical_threshold) == (
         "hybrid", "dbsf", "english", 5.0,
     )  # fmt: skip
+    assert plain.lexical_weight == 2.0
 
 
 NAMED = [

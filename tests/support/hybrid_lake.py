@@ -12,7 +12,7 @@ from shared.agents import AgentConfig, Agents
 from shared.store.edge.engine import EdgeStore
 from shared.store.interface import StoredPoint
 from tests.support.embedding_server import embed_text
-from tests.support.st_memory import BASE_TS, st_chunk
+from tests.support.st_memory import BASE_TS, message, st_chunk
 from tests.support.stack import Stack
 
 NAME = "Zephyrine"
@@ -29,6 +29,9 @@ def lake_agents() -> Agents:
             AgentConfig(name="lake", self_speaker="Mythos"),
             AgentConfig(name="lakedense", self_speaker="Mythos", recall="dense"),
             AgentConfig(name="seraphina", self_speaker="Seraphina"),
+            # fusion weights (tests/e2e/test_fusion_weights.py): the agents file's setting
+            AgentConfig(name="lakeflat", self_speaker="Mythos", lexical_weight=0.0),
+            AgentConfig(name="lakerrf", self_speaker="Mythos", fusion="rrf", lexical_weight=10.0),
         ],
         accept_unlisted=False,
     )
@@ -38,6 +41,28 @@ def retrieve(stack: Stack, **body: Any) -> dict[str, Any]:
     response = stack.client.post("/retrieve", json=body)
     assert response.status_code == 200, response.text
     return response.json()
+
+
+def save_lake_chunks(stack: Stack, bot: str) -> None:
+    """40 chunks about the lake trip, and one that names Zephyrine and little else."""
+    messages = []
+    for n in range(40):
+        ts = BASE_TS + n * 60_000
+        messages.append(
+            message(f"{bot}{n}-1", f"remember {TRIP}, evening {n}", ts, conversation=f"c{n}")
+        )
+        messages.append(
+            message(
+                f"{bot}{n}-2", f"yes {TRIP} again {n}", ts + 1, self_=True, conversation=f"c{n}"
+            )
+        )
+    ts = BASE_TS + 99 * 60_000
+    messages.append(message(f"{bot}z-1", f"{NAME} brought her violin", ts, conversation="cz"))
+    messages.append(
+        message(f"{bot}z-2", f"{NAME} played it beautifully", ts + 1, self_=True, conversation="cz")
+    )
+    assert stack.save({"bot": bot, "messages": messages})["accepted"] == 82
+    stack.flush(bot)
 
 
 def st_collection(stack: Stack, name: str) -> tuple[int, list[str]]:

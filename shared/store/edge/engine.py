@@ -27,6 +27,8 @@ from shared.store.edge.convert import (
     NO_RECORDS,
     SCHEMAS,
     facet_value,
+    fusion_of,
+    legs_of,
     offset_of,
     point_vectors,
     stored_point_vectors,
@@ -39,11 +41,11 @@ from shared.store.edge.tuning import (
     HNSW,
     QUANTIZED,
     RESCORED,
-    RRF_K,
     SLICE_POINTS,
     optimizers,
 )
 from shared.store.filters import Filter, HasIds
+from shared.store.fusion import LegPoint
 from shared.store.memory_query import qdrant_id
 from shared.store.rules import check_compatible
 
@@ -202,29 +204,11 @@ class EdgeStore(store.Store):
             raise DimensionMismatch.of_query(name, len(query.vector), e) from e
         return [RecallHit(id=str(p.id), score=p.score, payload=p.payload or {}) for p in found]
 
-    def fused_query(self, name: str, query: store.FusedQuery) -> list[store.FusedPoint]:
-        flt = to_edge(query.query_filter)
-        sparse = edge.SparseVector(list(query.terms.indices), list(query.terms.values))
-        legs = [
-            edge.Prefetch(
-                limit=query.prefetch,
-                query=edge.Query.Nearest(list(query.dense)),
-                filter=flt,
-                score_threshold=query.score_threshold,
-                params=RESCORED,
-            ),
-            edge.Prefetch(
-                limit=query.prefetch,
-                query=edge.Query.Nearest(sparse, using=VECTOR_NAME),
-                filter=flt,
-                score_threshold=query.lexical_threshold,
-            ),
-        ]
-        how: Any = edge.Fusion.Dbsf() if query.fusion == "dbsf" else edge.Fusion.Rrf(k=RRF_K)
+    def fused_in_store(self, name: str, query: store.FusedQuery) -> list[store.FusedPoint]:
         request = edge.QueryRequest(
             limit=2 * query.prefetch,
-            prefetches=legs,
-            query=how,
+            prefetches=[edge.Prefetch(**leg) for leg in legs_of(query)],
+            query=fusion_of(query),
             with_payload=True,
             with_vector=False,
         )
@@ -233,6 +217,24 @@ class EdgeStore(store.Store):
         except Exception as exc:
             raise store.LexicalUnavailable(f"{name} refused a fused query: {exc}") from exc
         return [store.FusedPoint(str(p.id), p.score, dict(p.payload or {})) for p in found]
+
+    def fusion_legs(
+        self, name: str, query: store.FusedQuery
+    ) -> tuple[list[LegPoint], list[LegPoint]]:
+        """Both legs as fused_in_store prefetches them, under one hold of the shard's lock."""
+        dense, lexical = (
+            edge.QueryRequest(**leg, with_payload=True, with_vector=False) for leg in legs_of(query)
+        )
+        try:
+            found = self.shards.call(
+                name, lambda s: (s.query(dense), s.query(lexical)), missing=(NO_HITS, NO_HITS)
+            )
+        except Exception as exc:
+            raise store.LexicalUnavailable(f"{name} refused a fused query: {exc}") from exc
+        as_leg = [
+            [LegPoint(str(p.id), p.score, dict(p.payload or {})) for p in leg] for leg in found
+        ]
+        return as_leg[0], as_leg[1]
 
     def cosines(self, name: str, ids: Sequence[str], dense: Sequence[float]) -> dict[str, float]:
         if not ids:

@@ -22,6 +22,7 @@ from shared.store.memory_query import qdrant_id
 from shared.store.qdrant.collection_setup import CollectionSetup
 from shared.store.qdrant.connection import Connection, refused
 from shared.store.qdrant.filters import to_qdrant
+from shared.store.qdrant.hybrid import HybridQueries
 from shared.store.qdrant.rules import (
     BM25_METADATA_KEY,
     collection_state,
@@ -42,10 +43,8 @@ BM25_RECHECK_SECONDS = 30.0
 
 T = TypeVar("T")
 
-FUSIONS: dict[str, models.Fusion] = {"dbsf": models.Fusion.DBSF, "rrf": models.Fusion.RRF}
 
-
-class QdrantStore(CollectionSetup, store.Store):
+class QdrantStore(CollectionSetup, HybridQueries, store.Store):
     """Qdrant collections and points for memory-pool; the server and local mode alike."""
 
     def __init__(
@@ -274,59 +273,6 @@ class QdrantStore(CollectionSetup, store.Store):
         if response is None:
             return {}
         return {str(hit.value): int(hit.count) for hit in response.hits}
-
-    # --- hybrid recall ---------------------------------------------------------------------
-
-    def fused_query(self, name: str, query: store.FusedQuery) -> list[store.FusedPoint]:
-        flt = to_qdrant(query.query_filter)
-        legs = [
-            models.Prefetch(
-                query=list(query.dense),
-                filter=flt,
-                limit=query.prefetch,
-                score_threshold=query.score_threshold,
-            ),
-            models.Prefetch(
-                query=sparse_vector(query.terms),
-                using=VECTOR_NAME,
-                filter=flt,
-                limit=query.prefetch,
-                score_threshold=query.lexical_threshold,
-            ),
-        ]
-        try:
-            response = self.connection.read(
-                name,
-                lambda client: client.query_points(
-                    name,
-                    prefetch=legs,
-                    query=models.FusionQuery(fusion=FUSIONS[query.fusion]),
-                    limit=2 * query.prefetch,
-                    with_payload=True,
-                    with_vectors=False,
-                ),
-                missing=None,
-            )
-        except (UnexpectedResponse, ValueError) as exc:
-            raise store.LexicalUnavailable(f"{name} refused a fused query: {exc}") from exc
-        if response is None:
-            return []
-        return [
-            store.FusedPoint(str(p.id), p.score, dict(p.payload or {})) for p in response.points
-        ]
-
-    def cosines(self, name: str, ids: Sequence[str], dense: Sequence[float]) -> dict[str, float]:
-        if not ids:
-            return {}
-        only = to_qdrant(Filter(must=(HasIds(tuple(ids)),)))
-
-        def run(client: QdrantClient) -> models.QueryResponse:
-            return client.query_points(
-                name, query=list(dense), query_filter=only, limit=len(ids), with_payload=False
-            )
-
-        answer = self.connection.read(name, run, missing=None)
-        return {} if answer is None else {str(p.id): p.score for p in answer.points}
 
     # --- BM25 terms ------------------------------------------------------------------------
 
