@@ -31,6 +31,7 @@ from shared.store.edge.convert import (
     point_vectors,
     stored_point_vectors,
 )
+from shared.store.edge.exclusions import by_point_ids
 from shared.store.edge.filters import to_edge
 from shared.store.edge.folders import DataFolder, plain
 from shared.store.edge.shards import Shards
@@ -188,7 +189,7 @@ class EdgeStore(store.Store):
             limit=query.limit,
             offset=query.offset,
             query=edge.Query.Nearest(list(query.vector)),
-            filter=to_edge(query.query_filter),
+            filter=to_edge(self._excluding(name, query.query_filter)),
             score_threshold=query.score_threshold,
             with_payload=True,
             with_vector=False,
@@ -203,7 +204,7 @@ class EdgeStore(store.Store):
         return [RecallHit(id=str(p.id), score=p.score, payload=p.payload or {}) for p in found]
 
     def fused_query(self, name: str, query: store.FusedQuery) -> list[store.FusedPoint]:
-        flt = to_edge(query.query_filter)
+        flt = to_edge(self._excluding(name, query.query_filter))
         sparse = edge.SparseVector(list(query.terms.indices), list(query.terms.values))
         legs = [
             edge.Prefetch(
@@ -233,6 +234,10 @@ class EdgeStore(store.Store):
         except Exception as exc:
             raise store.LexicalUnavailable(f"{name} refused a fused query: {exc}") from exc
         return [store.FusedPoint(str(p.id), p.score, dict(p.payload or {})) for p in found]
+
+    def _excluding(self, name: str, flt: Filter | None) -> Filter | None:
+        """A recall's filter with its excluded message ids as point ids (exclusions.py)."""
+        return self.shards.call(name, lambda s: by_point_ids(s, flt), missing=flt)
 
     def cosines(self, name: str, ids: Sequence[str], dense: Sequence[float]) -> dict[str, float]:
         if not ids:
