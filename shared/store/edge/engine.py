@@ -196,7 +196,7 @@ class EdgeStore(store.Store):
             params=RESCORED,
         )
         try:
-            found = self.shards.call(name, lambda s: s.query(request), missing=NO_HITS)
+            found = self.shards.recall(name, lambda s: s.query(request), missing=NO_HITS)
         except Exception as e:
             if "dimension" not in str(e):
                 raise
@@ -230,14 +230,17 @@ class EdgeStore(store.Store):
             with_vector=False,
         )
         try:
-            found = self.shards.call(name, lambda s: s.query(request), missing=NO_HITS)
+            found = self.shards.recall(name, lambda s: s.query(request), missing=NO_HITS)
         except Exception as exc:
             raise store.LexicalUnavailable(f"{name} refused a fused query: {exc}") from exc
         return [store.FusedPoint(str(p.id), p.score, dict(p.payload or {})) for p in found]
 
     def _excluding(self, name: str, flt: Filter | None) -> Filter | None:
         """A recall's filter with its excluded message ids as point ids (exclusions.py)."""
-        return self.shards.call(name, lambda s: by_point_ids(s, flt), missing=flt)
+        return self.shards.recall(name, lambda s: by_point_ids(s, flt), missing=flt)
+
+    def give_way(self, worked: float) -> float:
+        return self.shards.traffic.give_way(worked)
 
     def cosines(self, name: str, ids: Sequence[str], dense: Sequence[float]) -> dict[str, float]:
         if not ids:
@@ -249,7 +252,7 @@ class EdgeStore(store.Store):
             with_payload=False,
             params=EXACT,
         )
-        found = self.shards.call(name, lambda s: s.query(request), missing=NO_HITS)
+        found = self.shards.recall(name, lambda s: s.query(request), missing=NO_HITS)
         return {str(p.id): p.score for p in found}
 
     def read_page(self, name: str, request: store.PageRequest) -> tuple[list[Point], store.Offset]:
