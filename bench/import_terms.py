@@ -75,7 +75,7 @@ def main() -> None:
         embed_url = stack.start_embedding(args.dims)
         client = redis.Redis.from_url(stack.start_redis())
         marks = RedisMarks(client)
-        settings = Settings(EMBEDDING_PROVIDER="openai", EMBEDDING_BASE_URL=embed_url,  # type: ignore[call-arg]
+        settings = Settings(EMBEDDING_PROVIDER="openai", EMBEDDING_BASE_URL=embed_url,
                             OPENAI_API_KEY="bench", EMBEDDING_MODEL="text-embedding-3-small",
                             EMBEDDING_DIMENSIONS=args.dims)  # fmt: skip
         source, export = Path(tmp) / "source", Path(tmp) / "pool.jsonl"
