@@ -7,8 +7,14 @@ Each row: a data folder filled with N chunks of D dimensions, then serve started
 alone as `embed`); then serve stopped and the same queries sent straight to the Edge shard
 (`EdgeShard.query`, same filter, limit and payload: none of memory-pool's code).
 
+The 30 excluded ids (`--exclude`): `random` (one message of 30 random chunks), `top` (one
+message of each of the query's 30 best-matching chunks: the plugin excludes the conversation it
+is in, which is what the question is most like) or `none`. `--before COMMIT` adds the same Edge
+rows with serve run from that commit's files, on the same folder.
+
 Run: .venv/bin/python -m bench.retrieve_serve --sizes 10000,50000 --dims 384,3072
      [--baseline-commit a8181a6] [--samples 200] [--local-samples 20]
+     [--exclude random,top,none] [--before e722070]
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from bench.traffic import BASE_ID, WORDS
 from shared.embedding.bm25 import document_terms
 from shared.store.edge.engine import EdgeStore
 from shared.store.edge.filters import to_edge
+from shared.store.edge.tuning import RESCORED
 from shared.store.interface import PointToWrite
 from tests.support.redis_server import free_port
 
@@ -99,10 +106,37 @@ def fill_local(data: Path, size: int, dims: int) -> None:
         client.close()
 
 
-def _query(i: int, size: int) -> tuple[str, list[str]]:
+Ask = tuple[str, list[str]]  # a query's text and its excluded message ids
+
+
+def _query(i: int, size: int) -> Ask:
     rng = random.Random(i)
     text = f"do you remember the {rng.choice(WORDS)} and the {rng.choice(WORDS)}? ({i})"
     return text, [str(BASE_ID + rng.randrange(size) * 10) for _ in range(30)]
+
+
+def asks(data: Path, embed_url: str, size: int, samples: int, exclude: str) -> list[Ask]:
+    """The queries of a row (five more first, to warm up), with their exclusions; `top` reads
+    each query's 30 nearest chunks straight from the Edge shard (serve not running)."""
+    chosen = [_query(i, size) for i in range(-5, samples)]
+    if exclude == "none":
+        return [(text, []) for text, _ in chosen]
+    if exclude == "random":
+        return chosen
+    shard = edge.EdgeShard.load(str(data / "edge" / COLLECTION))
+    try:
+        with httpx.Client(timeout=60, trust_env=False) as http:
+            out = []
+            for text, _ in chosen:
+                reply = http.post(f"{embed_url}/embeddings", json={"model": MODEL, "input": [text]})
+                vector = reply.json()["data"][0]["embedding"]
+                best = shard.query(edge.QueryRequest(
+                    limit=30, query=edge.Query.Nearest(vector), with_payload=True, params=RESCORED,
+                ))  # fmt: skip
+                out.append((text, [str((p.payload or {})["messageIdList"][0]) for p in best]))
+            return out
+    finally:
+        shard.close()
 
 
 class Serve:
@@ -148,11 +182,10 @@ class Serve:
         self.log.close()
 
 
-def retrieve(serve: Serve, embed_url: str, size: int, samples: int) -> dict[str, list[float]]:
+def retrieve(serve: Serve, embed_url: str, queries: list[Ask]) -> dict[str, list[float]]:
     took: dict[str, list[float]] = {"retrieve": [], "embed": []}
     with httpx.Client(timeout=60, trust_env=False) as http:
-        for i in range(-5, samples):
-            text, excluded = _query(i, size)
+        for i, (text, excluded) in enumerate(queries, start=-5):
             body = {"bot": BOT, "query_text": text, "exclude_message_ids": excluded,
                     "score_threshold": 0}  # fmt: skip
             t0 = time.perf_counter()
@@ -160,26 +193,26 @@ def retrieve(serve: Serve, embed_url: str, size: int, samples: int) -> dict[str,
             t1 = time.perf_counter()
             http.post(f"{embed_url}/embeddings", json={"model": MODEL, "input": [text]})
             t2 = time.perf_counter()
+            if i < 0:  # the first five warm connections and caches (a cold one may time out)
+                continue
             if response.status_code != 200 or not response.json()["hits"]:
                 raise RuntimeError(f"/retrieve failed: {response.status_code} {response.text}")
-            if i >= 0:  # the first five warm connections and caches
-                took["retrieve"].append((t1 - t0) * 1000)
-                took["embed"].append((t2 - t1) * 1000)
+            took["retrieve"].append((t1 - t0) * 1000)
+            took["embed"].append((t2 - t1) * 1000)
     return took
 
 
-def bare(data: Path, embed_url: str, size: int, samples: int) -> list[float]:
+def bare(data: Path, embed_url: str, queries: list[Ask]) -> list[float]:
     """Edge's own query on serve's folder, serve stopped: same filter, limit and payload."""
     with httpx.Client(timeout=60, trust_env=False) as http:
-        asks = []
-        for i in range(samples):
-            text, excluded = _query(i, size)
+        vectors = []
+        for text, excluded in queries[5:]:
             reply = http.post(f"{embed_url}/embeddings", json={"model": MODEL, "input": [text]})
-            asks.append((reply.json()["data"][0]["embedding"], excluded))
+            vectors.append((reply.json()["data"][0]["embedding"], excluded))
     shard = edge.EdgeShard.load(str(data / "edge" / COLLECTION))
     try:
         took = []
-        for vector, excluded in asks:
+        for vector, excluded in vectors:
             request = edge.QueryRequest(
                 limit=20, query=edge.Query.Nearest(vector), with_payload=True,
                 filter=to_edge(recall_filter(RecallFilters(), excluded)), score_threshold=0.0,
@@ -199,7 +232,56 @@ def baseline_code(commit: str, into: Path) -> Path:
     return into
 
 
-def main() -> None:
+HEADER = ["chunks", "serve", "excluded", "/retrieve p50", "p95", "embed p50",
+          "/retrieve - embed p50", "bare p50", "bare p95", "p95 / bare p95",
+          "(p50 - embed) / bare p50"]  # fmt: skip
+
+
+def edge_rows(
+    data: Path, embed_url: str, size: int, args: argparse.Namespace, codes: dict[str, Path | None]
+) -> list[list[Any]]:
+    """One row per exclusion kind and per serve (this checkout, `--before`'s commit): each
+    serve started once and asked every kind's queries; the bare query after."""
+    kinds = args.exclude.split(",")
+    queries = {kind: asks(data, embed_url, size, args.samples, kind) for kind in kinds}
+    rows = []
+    for name, code in codes.items():
+        serve = Serve(data, embed_url, code=code)
+        try:
+            got = {kind: retrieve(serve, embed_url, queries[kind]) for kind in kinds}
+        finally:
+            serve.stop()
+        for kind in kinds:
+            own = bare(data, embed_url, queries[kind])
+            rec, embed = got[kind]["retrieve"], got[kind]["embed"]
+            rest = median(rec) - median(embed)
+            rows.append([
+                name, kind, median(rec), pct(rec, 95), median(embed), rest, median(own),
+                pct(own, 95), ratio(pct(rec, 95), pct(own, 95)), ratio(rest, median(own)),
+            ])  # fmt: skip
+    return rows
+
+
+def local_row(
+    tmp: Path, embed_url: str, size: int, dims: int, args: argparse.Namespace, old: Path
+) -> list[Any]:
+    data = tmp / f"local-{size}-{dims}"
+    data.mkdir()
+    fill_local(data, size, dims)
+    serve = Serve(data, embed_url, code=old)
+    try:
+        queries = asks(data, embed_url, size, args.local_samples, "random")
+        got = retrieve(serve, embed_url, queries)
+    finally:
+        serve.stop()
+    rec = got["retrieve"]
+    return [
+        f"local mode ({args.baseline_commit})", "random", median(rec), pct(rec, 95),
+        median(got["embed"]), median(rec) - median(got["embed"]), "", "", "", "",
+    ]  # fmt: skip
+
+
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="10000,50000")
     parser.add_argument("--dims", default="384,3072")
@@ -211,13 +293,20 @@ def main() -> None:
         "--local-max", type=int, default=0,
         help="local-mode rows only where chunks x dims is at most this (0: every row)",
     )  # fmt: skip
-    args = parser.parse_args()
+    parser.add_argument("--exclude", default="random,top", help="none, random, top")
+    parser.add_argument("--before", default=None, help="Edge rows also from this commit")
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments()
     print(describe(), flush=True)
     rows: list[list[Any]] = []
-    header = ["chunks", "serve", "/retrieve p50", "p95", "embed p50", "/retrieve - embed p50",
-              "bare p50", "bare p95", "p95 / bare p95", "(p50 - embed) / bare p50"]  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="mp-serve-") as tmp:
         old = None if args.no_local else baseline_code(args.baseline_commit, Path(tmp) / "old")
+        codes: dict[str, Path | None] = {"Edge (this version)": None}
+        if args.before:
+            codes[f"Edge ({args.before})"] = baseline_code(args.before, Path(tmp) / "before")
         for dims in [int(d) for d in args.dims.split(",")]:
             with Stack() as stack:
                 embed_url = stack.start_embedding(dims)
@@ -226,36 +315,13 @@ def main() -> None:
                     data = Path(tmp) / f"edge-{size}-{dims}"
                     data.mkdir()
                     fill_edge(data, size, dims)
-                    serve = Serve(data, embed_url)
-                    try:
-                        got = retrieve(serve, embed_url, size, args.samples)
-                    finally:
-                        serve.stop()
-                    own = bare(data, embed_url, size, args.samples)
-                    rec = got["retrieve"]
-                    rest = median(rec) - median(got["embed"])
-                    rows.append([
-                        label, "Edge (this version)", median(rec), pct(rec, 95),
-                        median(got["embed"]), rest, median(own), pct(own, 95),
-                        ratio(pct(rec, 95), pct(own, 95)), ratio(rest, median(own)),
-                    ])  # fmt: skip
-                    print(table(header, rows), flush=True)
+                    for row in edge_rows(data, embed_url, size, args, codes):
+                        rows.append([label, *row])
+                    print(table(HEADER, rows), flush=True)
                     if old is None or (args.local_max and size * dims > args.local_max):
                         continue
-                    data = Path(tmp) / f"local-{size}-{dims}"
-                    data.mkdir()
-                    fill_local(data, size, dims)
-                    serve = Serve(data, embed_url, code=old)
-                    try:
-                        got = retrieve(serve, embed_url, size, args.local_samples)
-                    finally:
-                        serve.stop()
-                    rec = got["retrieve"]
-                    rows.append([
-                        label, f"local mode ({args.baseline_commit})", median(rec), pct(rec, 95),
-                        median(got["embed"]), median(rec) - median(got["embed"]), "", "", "", "",
-                    ])  # fmt: skip
-                    print(table(header, rows), flush=True)
+                    rows.append([label, *local_row(Path(tmp), embed_url, size, dims, args, old)])
+                    print(table(HEADER, rows), flush=True)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from tqdm import tqdm
 from client.http_client import agent_path
 from memory_pool.embedded_redis import EmbeddedRedis, EmbeddedRedisError
 from shared.agents import Agents
+from shared.embedding.bm25 import DEFAULT_LANGUAGE
 from shared.embedding.embedder import Embedder
 from shared.errors import MemoryPoolError
 from shared.format.naming import COLLECTION_BASE
@@ -183,11 +184,13 @@ def import_offline(
     collection: str | None,
     embedder: Embedder,
 ) -> Moved:
-    """Into the agent's own collection, or into `collection`."""
+    """Into the agent's own collection, or into `collection`; BM25 terms in the language of
+    the collection's agent (as the backfill would make them)."""
     target = collection or agents.get(agent).collection_name
     with open_pool(settings, agents) as pool:
         return _import(pool, lines, collection=target, embedder=embedder,
-                       agent=_own_name(agents, agent, target))  # fmt: skip
+                       agent=_own_name(agents, agent, target),
+                       language=agents.language_of(target))  # fmt: skip
 
 
 def _own_name(agents: Agents, name: str, collection: str) -> str | None:
@@ -205,6 +208,7 @@ def _import(
     collection: str,
     embedder: Embedder,
     agent: str | None = None,
+    language: str = DEFAULT_LANGUAGE,
 ) -> Moved:
     first = next(lines, "")
     header = read_header(first)
@@ -222,6 +226,7 @@ def _import(
             collection=collection,
             progress=bar.update,
             agent=agent,
+            language=language,
         )
 
 
@@ -300,6 +305,7 @@ def copy_pool(
                 collection=collection,
                 embedder=embedder,
                 agent=_own_name(agents, name, collection),
+                language=agents.language_of(collection),
             )
             results.append((moved, source_count, dst.store.count(collection)))
             echo("\n".join(moved.lines()))

@@ -131,7 +131,7 @@ def _open_runtime(settings: Settings, stack: ExitStack) -> Runtime:
     stack.callback(runtime.close)
     if isinstance(runtime.store, EdgeStore):
         try:
-            migrate_local_mode(settings.data_dir, runtime.store)
+            migrate_local_mode(settings.data_dir, runtime.store, runtime.agents.language_of)
         except MigrationFailed as exc:
             raise ServeError(f"cannot migrate the previous version's data: {exc}") from exc
     return runtime

@@ -209,6 +209,12 @@ class Agents:
         agent = self._by_key.get(name.casefold())
         return agent.collection_name if agent is not None else collection_name(name)
 
+    def language_of(self, collection: str) -> str:
+        """The BM25 language of a collection's terms: its listed agent's, else the default
+        every unlisted agent gets (as the backfill makes them)."""
+        agent = self._by_collection.get(collection)
+        return agent.language if agent is not None else self.defaults.language
+
     def name_for_collection(self, collection: str) -> str | None:
         """A name that reaches this collection: the listed agent's, else the character name
         st-qdrant-memory made `mem_<name>` of (None when no name can reach it). Whether that

@@ -28,7 +28,10 @@ from workers.collections import CollectionGuard
 log = logging.getLogger(__name__)
 
 LOCK_KEY = "mp:lock:backfill"
-BATCH = 256
+# Small steps: a step's page read and terms write hold the engine (Qdrant Edge's shard lock, in
+# serve's process) while a recall may wait; between steps the store decides how long recalls
+# go first (Store.give_way).
+BATCH = 64
 BUDGET_SECONDS = 5.0  # per task, so a backfill never holds a worker slot for long
 # Between batches: local mode's lock is not fair, and a batch there holds it for a scan of the
 # whole collection; the pause lets waiting flushes and recalls in (BENCHMARKS.md section 6).
@@ -147,6 +150,7 @@ def _fill(
     name = agent.collection_name
     offset = None
     while True:
+        step = time.monotonic()
         page, offset = bm25_store.page_lacking_terms(store, name, limit=batch, offset=offset)
         if page:
             terms = documents_terms([text for _, text in page], agent.language)
@@ -158,6 +162,9 @@ def _fill(
                 report.collections.append(name)
         if offset is None:
             return True
+        # within the budget (the lock's expiry allows for it): a backfill while recalls come
+        # does less per task, the next task goes on
+        store.give_way(time.monotonic() - step)
         if time.monotonic() >= deadline:
             return False
         time.sleep(PAUSE_SECONDS)

@@ -135,11 +135,7 @@ async def import_pool(
 ) -> ImportResponse:  # fmt: skip
     """Loads an export (JSON Lines, its header first) into the agent's collection or into
     `collection`; idempotent by point id (`memory-pool import points --url`)."""
-    body = await request.body()
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidInput("the body is not UTF-8 text") from exc
+    text = _utf8(await request.body())
     target = collection or agent.collection_name
     if target != agent.collection_name:
         # another collection may be another agent's: only a key for every agent may name one
@@ -157,9 +153,17 @@ async def import_pool(
             collection=target,
             check_count=not part,
             agent=agent.name if target == agent.collection_name else None,
+            language=runtime.agents.language_of(target),  # the backfill's, for this collection
         )
     except BadExport as exc:
         raise InvalidInput(f"not a memory-pool export: {exc}") from exc
     except TransferRefused as exc:
         return JSONResponse(error_body("import_refused", str(exc)), status_code=409)  # type: ignore[return-value]
     return ImportResponse.model_validate(moved, from_attributes=True)
+
+
+def _utf8(body: bytes) -> str:
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("the body is not UTF-8 text") from exc

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
+from shared.embedding.bm25 import DEFAULT_LANGUAGE, encoding_of
 from shared.embedding.embedder import Embedder
 from shared.errors import DimensionMismatch, InputRejected, ModelMismatch
 from shared.pool.format import (
@@ -127,12 +128,19 @@ class ImportPlan:
     keep_sparse: bool
     size: int
     model: str
+    terms_language: str | None = None  # points without terms get them in this language
 
 
-def plan_import(header: Header, store: Store, embedder: Embedder, collection: str) -> ImportPlan:
+def plan_import(
+    header: Header,
+    store: Store,
+    embedder: Embedder,
+    collection: str,
+    language: str = DEFAULT_LANGUAGE,
+) -> ImportPlan:
     """Vectors are kept when the export has them, made by the configured model (or by an
     unrecorded one) at its size; else every chunk is embedded again. The target collection is
-    created, or refused when it holds another size or model."""
+    created, or refused when it holds another size or model. BM25 terms as `sparse_plan` says."""
     size, model = embedder.dimensions(), embedder.model
     same = header.vectors and header.dimensions == size and header.model in (None, model)
     try:
@@ -142,15 +150,32 @@ def plan_import(header: Header, store: Store, embedder: Embedder, collection: st
             f"{exc}. Import into a new collection (--collection NAME) made with the configured "
             "model, or configure the model that collection was made with"
         ) from exc
-    keep_sparse = (
-        header.vectors
-        and header.has_bm25
-        and state.has_bm25
-        and state.bm25_encoding in (None, header.bm25_encoding)
-    )
-    if keep_sparse and state.bm25_encoding is None and header.bm25_encoding is not None:
-        bm25_store.record_encoding(store, collection, header.bm25_encoding)
-    return ImportPlan(collection, reembed=not same, keep_sparse=keep_sparse, size=size, model=model)
+    keep_sparse, terms_language = sparse_plan(header, state.has_bm25, state.bm25_encoding,
+                                              language)  # fmt: skip
+    if terms_language is not None and state.bm25_encoding is None:
+        # recorded before the first point: the backfill, seeing it, never re-makes these terms
+        bm25_store.record_encoding(store, collection, encoding_of(language))
+    return ImportPlan(collection, reembed=not same, keep_sparse=keep_sparse, size=size,
+                      model=model, terms_language=terms_language)  # fmt: skip
+
+
+def sparse_plan(
+    header: Header, has_bm25: bool, recorded: str | None, language: str
+) -> tuple[bool, str | None]:
+    """(keep the file's terms, the language to make the missing ones in, or None for none).
+
+    Every point is written with its terms (no backfill after an import) where the collection
+    holds, or will hold, terms of `language`: the file's are kept when made the same way, the
+    others made from the point's text. A collection recording another encoding keeps the
+    file's terms of that encoding and leaves the rest to the backfill, which alone re-makes a
+    collection's terms for a new language."""
+    if not has_bm25:
+        return False, None  # a server without sparse vectors: dense only
+    same_file = header.vectors and header.has_bm25
+    wanted = encoding_of(language)
+    if recorded not in (None, wanted):
+        return bool(same_file and header.bm25_encoding == recorded), None
+    return bool(same_file and header.bm25_encoding == wanted), language
 
 
 def import_lines(
@@ -163,11 +188,13 @@ def import_lines(
     progress: Progress = _nothing,
     check_count: bool = True,
     agent: str | None = None,
+    language: str = DEFAULT_LANGUAGE,
 ) -> Moved:
     """Loads an export into `collection` (default: the one it was exported from). Idempotent:
     points keep their ids, markers merge (see RedisMarks.restore). `agent`: the agent whose own
     collection this is, recorded (unless one is already) as /save records a new agent, so the
-    moved agent is listed (/agents, /health, the viewer) before it saves anything here."""
+    moved agent is listed (/agents, /health, the viewer) before it saves anything here.
+    `language`: the BM25 language of the points' terms (the agent's)."""
     numbered = enumerate(lines, start=1)
     first = next(numbered, None)
     if first is None:
@@ -178,7 +205,8 @@ def import_lines(
     def start() -> _Loader:
         # planned (the target collection made) once a record has been read whole: a file
         # broken from its first record on leaves nothing behind, not an empty collection
-        loader = _Loader(plan_import(header, store, embedder, target), store, marks, embedder)
+        plan = plan_import(header, store, embedder, target, language)
+        loader = _Loader(plan, store, marks, embedder)
         loader.progress = progress
         if agent is not None:
             marks.record_agent(target, agent)
@@ -283,6 +311,8 @@ def _write_points(
         points = _reembedded(points, embedder, moved)
     if not plan.keep_sparse:
         points = [replace(p, sparse=None) for p in points]
+    if plan.terms_language is not None:
+        points = bm25_store.with_terms(points, plan.terms_language)
     store.write_points(plan.collection, points)
     moved.points += len(points)
     progress(len(points))

@@ -305,6 +305,12 @@ class Store(StoreBrowsing, ABC):
     def record_encoding(self, name: str, encoding: str) -> None:
         """Records how the collection's BM25 terms were made."""
 
+    def give_way(self, worked: float) -> float:
+        """Called by bulk work (the backfill) after a step of `worked` seconds: returns once
+        the recalls of this process may go first; the seconds it waited. A server runs its
+        recalls in its own threads: nothing to wait for here."""
+        return 0.0
+
     # --- moving a pool -------------------------------------------------------------------------
 
     def iter_points(

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from shared.agents import AgentConfig, Agents, ApiKey
+from shared.embedding.bm25 import document_terms, encoding_of
 from shared.state import keys
+from shared.store.bm25_terms import lacking_terms
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.stack import Stack, running_stack, stack_settings
 
@@ -27,7 +29,7 @@ def stack(redis_url: str, embeddings: EmbeddingServer, tmp_path: Path) -> Iterat
     agents = Agents(
         [
             AgentConfig(name="mythos", require_key=True),
-            AgentConfig(name="other", require_key=True),
+            AgentConfig(name="other", require_key=True, language="german"),
         ],
         accept_unlisted=False,
         api_keys=[
@@ -91,6 +93,24 @@ def test_export_writes_buffered_messages_first_then_imports_back(stack: Stack) -
     assert stack.runtime.store.count("mem_copy") == 2
     # another collection is not listed as an agent of its own (nothing names it yet)
     assert stack.runtime.redis.hget(keys.NAMES, "mem_copy") is None
+
+
+def test_an_import_gives_every_point_the_terms_of_its_collections_agent(stack: Stack) -> None:
+    """An export without vectors (nor terms) leaves no point to the backfill: each is written
+    with terms in the language of the agent whose collection it goes into."""
+    save(stack, "1", "2", "3")
+    stack.flush("mythos")
+    body = ("\n".join(export(stack, vectors="false")) + "\n").encode()
+    response = import_as_ops(stack, body, collection="mem_other")
+    assert response.status_code == 200 and response.json()["points"] == 3, response.text
+    store = stack.runtime.store
+    assert lacking_terms(store, "mem_other") == 0
+    state = store.collection("mem_other")
+    assert state is not None and state.bm25_encoding == encoding_of("german")
+    for point in store.iter_points("mem_other"):
+        assert point.sparse is not None
+        terms = document_terms(str(point.payload["text"]), "german")
+        assert sorted(point.sparse[0]) == sorted(terms.indices)
 
 
 def test_messages_that_cannot_be_written_are_told(

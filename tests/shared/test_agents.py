@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.agents import AgentConfig, Agents, load_agents
+from shared.agents import AgentConfig, AgentDefaults, Agents, load_agents
 from shared.errors import ConfigError, InvalidAgentName, UnknownAgent
 from shared.format.chunking import ChunkRules
 
@@ -231,3 +231,14 @@ NAMED = [
 def test_the_name_that_reaches_a_collection(collection: str, name: str | None) -> None:
     agents = Agents([AgentConfig(name="雪乃", collection="mem_yukino")], accept_unlisted=True)
     assert agents.name_for_collection(collection) == name
+
+
+def test_a_collections_language_is_its_agents_else_the_default() -> None:
+    agents = Agents(
+        [AgentConfig(name="hans", language="german")],
+        accept_unlisted=True,
+        defaults=AgentDefaults(language="french"),
+    )
+    assert agents.language_of("mem_hans") == "german"
+    assert agents.language_of("mem_pierre") == "french"  # an unlisted agent's, as made
+    assert agents.get("pierre").language == agents.language_of(agents.collection_of("pierre"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,7 @@ from shared.store.edge.convert import (
     point_vectors,
     stored_point_vectors,
 )
+from shared.store.edge.exclusions import by_point_ids
 from shared.store.edge.filters import to_edge
 from shared.store.edge.folders import DataFolder, plain
 from shared.store.edge.shards import Shards
@@ -190,14 +192,14 @@ class EdgeStore(store.Store):
             limit=query.limit,
             offset=query.offset,
             query=edge.Query.Nearest(list(query.vector)),
-            filter=to_edge(query.query_filter),
+            filter=to_edge(self._excluding(name, query.query_filter)),
             score_threshold=query.score_threshold,
             with_payload=True,
             with_vector=False,
             params=RESCORED,
         )
         try:
-            found = self.shards.call(name, lambda s: s.query(request), missing=NO_HITS)
+            found = self.shards.recall(name, lambda s: s.query(request), missing=NO_HITS)
         except Exception as e:
             if "dimension" not in str(e):
                 raise
@@ -205,6 +207,7 @@ class EdgeStore(store.Store):
         return [RecallHit(id=str(p.id), score=p.score, payload=p.payload or {}) for p in found]
 
     def fused_in_store(self, name: str, query: store.FusedQuery) -> list[store.FusedPoint]:
+        query = replace(query, query_filter=self._excluding(name, query.query_filter))
         request = edge.QueryRequest(
             limit=2 * query.prefetch,
             prefetches=[edge.Prefetch(**leg) for leg in legs_of(query)],
@@ -213,7 +216,7 @@ class EdgeStore(store.Store):
             with_vector=False,
         )
         try:
-            found = self.shards.call(name, lambda s: s.query(request), missing=NO_HITS)
+            found = self.shards.recall(name, lambda s: s.query(request), missing=NO_HITS)
         except Exception as exc:
             raise store.LexicalUnavailable(f"{name} refused a fused query: {exc}") from exc
         return [store.FusedPoint(str(p.id), p.score, dict(p.payload or {})) for p in found]
@@ -222,11 +225,12 @@ class EdgeStore(store.Store):
         self, name: str, query: store.FusedQuery
     ) -> tuple[list[LegPoint], list[LegPoint]]:
         """Both legs as fused_in_store prefetches them, under one hold of the shard's lock."""
+        query = replace(query, query_filter=self._excluding(name, query.query_filter))
         dense, lexical = (
             edge.QueryRequest(**leg, with_payload=True, with_vector=False) for leg in legs_of(query)
         )
         try:
-            found = self.shards.call(
+            found = self.shards.recall(
                 name, lambda s: (s.query(dense), s.query(lexical)), missing=(NO_HITS, NO_HITS)
             )
         except Exception as exc:
@@ -235,6 +239,13 @@ class EdgeStore(store.Store):
             [LegPoint(str(p.id), p.score, dict(p.payload or {})) for p in leg] for leg in found
         ]
         return as_leg[0], as_leg[1]
+
+    def _excluding(self, name: str, flt: Filter | None) -> Filter | None:
+        """A recall's filter with its excluded message ids as point ids (exclusions.py)."""
+        return self.shards.recall(name, lambda s: by_point_ids(s, flt), missing=flt)
+
+    def give_way(self, worked: float) -> float:
+        return self.shards.traffic.give_way(worked)
 
     def cosines(self, name: str, ids: Sequence[str], dense: Sequence[float]) -> dict[str, float]:
         if not ids:
@@ -246,7 +257,7 @@ class EdgeStore(store.Store):
             with_payload=False,
             params=EXACT,
         )
-        found = self.shards.call(name, lambda s: s.query(request), missing=NO_HITS)
+        found = self.shards.recall(name, lambda s: s.query(request), missing=NO_HITS)
         return {str(p.id): p.score for p in found}
 
     def read_page(self, name: str, request: store.PageRequest) -> tuple[list[Point], store.Offset]:

@@ -18,6 +18,7 @@ import qdrant_edge as edge
 from shared.errors import CollectionMissing, StoreRefused
 from shared.store.edge.convert import EDGE_REFUSALS
 from shared.store.edge.folders import DataFolder
+from shared.store.edge.traffic import RecallTraffic
 from shared.store.edge.tuning import OPTIMIZE_EVERY_SECONDS, SEGMENT_POINTS
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ class Shards:
             ) from exc
         self.open: dict[str, Shard] = {}
         self.lock = threading.Lock()  # opening, creating and dropping shards; metadata writes
+        self.traffic = RecallTraffic()
         self.closed = threading.Event()
         self._optimizer: threading.Thread | None = None
         if optimize_in_background:
@@ -117,6 +119,11 @@ class Shards:
             return missing
         with shard.lock:
             return call(shard.handle)
+
+    def recall(self, name: str, call: Callable[[edge.EdgeShard], T], *, missing: T) -> T:
+        """A call() that bulk work gives way to (traffic.py)."""
+        with self.traffic.recall():
+            return self.call(name, call, missing=missing)
 
     def write(self, name: str, operation: edge.UpdateOperation, *, points: int = 0) -> None:
         """One update; the `points` it writes (or moves out of an indexed segment: an update)

@@ -1,6 +1,7 @@
 """Moving a pool on both stores: export -> import -> export is byte-equal (ids, payloads,
-vectors, BM25 terms, tombstones, dedupe marks); another model re-embeds; a collection of
-another size or model is refused; a cut file is told apart from a whole one."""
+vectors, BM25 terms, tombstones, dedupe marks) but for the terms the import gave the points
+without any; another model re-embeds; a collection of another size or model is refused; a cut
+file is told apart from a whole one."""
 
 from __future__ import annotations
 
@@ -17,12 +18,12 @@ import redis
 from shared.embedding.bm25 import document_terms, encoding_of
 from shared.embedding.embedder import make_embedder
 from shared.errors import DimensionMismatch
-from shared.pool.format import BadExport, unit_vector
+from shared.pool.format import BadExport, point_line, unit_vector
 from shared.pool.marks import RedisMarks
 from shared.pool.transfer import TransferRefused, export_lines, import_lines
 from shared.settings import Settings
 from shared.state import keys
-from shared.store.bm25_terms import record_encoding
+from shared.store.bm25_terms import lacking_terms, record_encoding
 from shared.store.interface import Store, StoredPoint
 from tests.support.embedding_server import EMBEDDING_DIMS, EmbeddingServer, embed_text
 from tests.support.stores import KINDS, open_store
@@ -110,7 +111,10 @@ def test_export_import_export_is_byte_equal(
     assert (moved.points, moved.reembedded, moved.tombstones, moved.dedupe) == (40, 0, 1, 2)
     assert not embeddings.requests[1:]  # vectors were used as they are (one size probe)
     second = export_text(store, marks, "mem_dst")
-    assert second.splitlines()[1:] == first.splitlines()[1:]
+    assert second.splitlines()[41:] == first.splitlines()[41:]
+    assert [read_point(line) for line in second.splitlines()[1:41]] == [
+        with_terms_line(line) for line in first.splitlines()[1:41]
+    ]
     assert json.loads(second.splitlines()[0]) == {**header, "collection": "mem_dst"}
     # a tombstone stays a tombstone (no expiry), a dedupe mark keeps its time
     assert marks.redis.ttl(keys.seen("mem_dst", "discord", "gone:1")) == -1
@@ -125,11 +129,31 @@ def test_export_import_export_is_byte_equal(
     assert _same_within_float32(third, first)
 
 
+def read_point(line: str) -> dict[str, object]:
+    """An exported point, its terms as (index, value) pairs in index order."""
+    obj = json.loads(line)
+    if "sparse" in obj:
+        obj["sparse"] = sorted(zip(obj["sparse"]["indices"], obj["sparse"]["values"], strict=True))
+    return obj  # type: ignore[no-any-return]
+
+
+def with_terms_line(line: str, language: str = "english") -> dict[str, object]:
+    """An exported point as it reads once imported: with terms of its text if it had none."""
+    obj = read_point(line)
+    if "sparse" not in obj:
+        terms = document_terms(obj["payload"]["text"], language)
+        point = StoredPoint(
+            obj["id"], obj["payload"], None, (list(terms.indices), list(terms.values))
+        )
+        obj["sparse"] = read_point(point_line(point))["sparse"]
+    return obj
+
+
 def _same_within_float32(a: str, b: str) -> bool:
     """Re-importing onto existing points: qdrant-client's local mode normalizes an update in
     float64, a last-bit difference at most (the real server keeps a unit vector as it is)."""
     for la, lb in zip(a.splitlines()[1:41], b.splitlines()[1:41], strict=True):
-        pa, pb = json.loads(la), json.loads(lb)
+        pa, pb = read_point(la), with_terms_line(lb)
         assert pa["payload"] == pb["payload"] and pa.get("sparse") == pb.get("sparse")
         assert max(abs(x - y) for x, y in zip(pa["vector"], pb["vector"], strict=True)) < 1e-6
     return True
@@ -261,3 +285,76 @@ def test_an_exported_vector_is_one_that_normalizing_leaves_as_it_is(
         assert point.vector is not None
         once = unit_vector(point.vector)
         assert unit_vector(once) == once, point.id
+
+
+def terms_by_id(store: Store, collection: str) -> dict[str, dict[int, float]]:
+    """Every point's BM25 terms as {index: value} ({} for none), by point id."""
+    return {
+        p.id: dict(zip(p.sparse[0], p.sparse[1], strict=True)) if p.sparse else {}
+        for p in store.iter_points(collection)
+    }
+
+
+def expected_terms(text: str, language: str) -> dict[int, float]:
+    terms = document_terms(text, language)
+    return dict(zip(terms.indices, terms.values, strict=True))
+
+
+def test_an_import_without_terms_writes_every_point_with_its_terms(
+    store: Store, marks: RedisMarks, embeddings: EmbeddingServer
+) -> None:
+    """A --no-vectors export (no terms either) leaves nothing to the backfill, in the agent's
+    language, and the collection records that encoding so the backfill does not redo it."""
+    seed(store, marks.redis)
+    text = export_text(store, marks, SOURCE, vectors=False)
+    moved = import_lines(
+        io.StringIO(text), store=store, marks=marks, embedder=embedder_for(embeddings),
+        collection="mem_de", language="german",
+    )  # fmt: skip
+    assert moved.points == 40
+    assert lacking_terms(store, "mem_de") == 0
+    state = store.collection("mem_de")
+    assert state is not None and state.bm25_encoding == encoding_of("german")
+    texts = {p.id: str(p.payload["text"]) for p in store.iter_points("mem_de")}
+    got = terms_by_id(store, "mem_de")
+    for pid, chunk in texts.items():
+        assert got[pid] == pytest.approx(expected_terms(chunk, "german"))
+    assert expected_terms(texts[pid], "german") != expected_terms(texts[pid], "english")
+
+
+def test_terms_of_another_language_in_the_file_are_made_again(
+    store: Store, marks: RedisMarks, embeddings: EmbeddingServer
+) -> None:
+    seed(store, marks.redis)  # english terms on every other point
+    text = export_text(store, marks, SOURCE)
+    import_lines(
+        io.StringIO(text), store=store, marks=marks, embedder=embedder_for(embeddings),
+        collection="mem_fr", language="french",
+    )  # fmt: skip
+    state = store.collection("mem_fr")
+    assert state is not None and state.bm25_encoding == encoding_of("french")
+    texts = {p.id: str(p.payload["text"]) for p in store.iter_points("mem_fr")}
+    got = terms_by_id(store, "mem_fr")
+    assert {pid: got[pid] for pid in texts} == {
+        pid: pytest.approx(expected_terms(chunk, "french")) for pid, chunk in texts.items()
+    }
+
+
+def test_a_collection_recording_another_language_is_left_to_the_backfill(
+    store: Store, marks: RedisMarks, embeddings: EmbeddingServer
+) -> None:
+    """Only the backfill re-makes a collection's terms for a new language: the import keeps
+    the file's terms of the recorded encoding and makes none of another."""
+    seed(store, marks.redis)
+    text = export_text(store, marks, SOURCE)
+    store.ensure_collection("mem_en", size=EMBEDDING_DIMS, model=MODEL)
+    record_encoding(store, "mem_en", encoding_of("english"))
+    import_lines(
+        io.StringIO(text), store=store, marks=marks, embedder=embedder_for(embeddings),
+        collection="mem_en", language="german",
+    )  # fmt: skip
+    state = store.collection("mem_en")
+    assert state is not None and state.bm25_encoding == encoding_of("english")
+    source = terms_by_id(store, SOURCE)
+    assert terms_by_id(store, "mem_en") == {pid: pytest.approx(t) for pid, t in source.items()}
+    assert lacking_terms(store, "mem_en") == 20
