@@ -192,6 +192,16 @@ class RetrieveRequest(BaseModel):
         "times the term weight, summed over the query's words); absent: the agent's (5.0). "
         "Finite, at most 1,000,000 (which no chunk reaches: the lexical leg admits nothing).",
     )
+    time_words: bool | None = Field(
+        None,
+        description='English time words in query_text ("yesterday", "last weekend", "in May") '
+        "put the chunks of the UTC days they name first, then the rest fills the limit; they "
+        "leave the BM25 terms. Absent: the agent's `time_words` (on by default); false: off.",
+    )
+    now: EpochMs | None = Field(
+        None,
+        description="The time the time words count from, Unix ms; absent: the server's clock.",
+    )
     source: SourceFilter | None = Field(
         None, description='Only chunks from this interface ("discord").'
     )

@@ -28,6 +28,7 @@ _DEFAULTABLE = (
     "fusion",
     "language",
     "lexical_threshold",
+    "time_words",
 )
 
 
@@ -53,6 +54,8 @@ class AgentDefaults(BaseModel):
     lexical_threshold: float = Field(
         DEFAULT_LEXICAL_THRESHOLD, ge=0, le=MAX_LEXICAL_THRESHOLD, allow_inf_nan=False
     )
+    # English time words in a query ("last weekend") put that window's chunks first (README).
+    time_words: bool = True
 
     @model_validator(mode="after")
     def _min_below_max(self) -> AgentDefaults:

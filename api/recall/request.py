@@ -22,6 +22,10 @@ class RecallRequest:
     mode: Literal["hybrid", "dense"] = "dense"
     fusion: Fusion = "dbsf"
     lexical_threshold: float = DEFAULT_LEXICAL_THRESHOLD
+    # time words ("last weekend") boost the chunks of the window they name, relative to `now`
+    # (Unix ms; None: the server's clock when recalling)
+    time_words: bool = False
+    now: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,6 +68,8 @@ def _request(body: RetrieveRequest, agent: AgentConfig) -> RecallRequest:
         lexical_threshold=(
             agent.lexical_threshold if body.lexical_threshold is None else body.lexical_threshold
         ),
+        time_words=agent.time_words if body.time_words is None else body.time_words,
+        now=body.now,
     )
 
 
