@@ -182,18 +182,23 @@ def test_recall_settings_per_agent_and_from_defaults(tmp_path: Path) -> None:
     text = (
         "accept_unlisted_agents: true\n"
         "defaults:\n  recall: dense\n  language: german\n  lexical_threshold: 3.5\n"
+        "  time_words: false\n"
         "agents:\n  - name: a\n    recall: hybrid\n    fusion: rrf\n    language: klingon\n"
+        "    time_words: true\n"
     )
     agents = load_agents(write(tmp_path, "r.yaml", text))
     listed = agents.get("a")
     assert (listed.recall, listed.fusion, listed.language) == ("hybrid", "rrf", "klingon")
     assert listed.lexical_threshold == 3.5
+    assert listed.time_words is True
+    assert agents.get("b").time_words is False
     unlisted = agents.get("b")
     assert (unlisted.recall, unlisted.fusion, unlisted.language) == ("dense", "dbsf", "german")
     plain = load_agents(write(tmp_path, "p.yaml", "agents:\n  - name: c\n")).get("c")
     assert (plain.recall, plain.fusion, plain.language, plain.lexical_threshold) == (
         "hybrid", "dbsf", "english", 5.0,
     )  # fmt: skip
+    assert plain.time_words is True
 
 
 NAMED = [
