@@ -30,7 +30,7 @@ _PHRASE = re.compile(
       | (?:in|during)\ {_YEAR}
       | {_YEAR}-\d\d-\d\d
     )\b""",
-    re.IGNORECASE | re.VERBOSE,
+    re.IGNORECASE | re.VERBOSE | re.ASCII,
 )
 _PREPOSITION = re.compile(r"^(?:in|on|during|of)\s+", re.IGNORECASE)
 _WEEKEND = re.compile(r"\bweekend\b", re.IGNORECASE)
@@ -49,27 +49,29 @@ class TimeWindow:
 def _span(phrase: str, now: datetime) -> tuple[date, date] | None:
     """The days a phrase means: the period dateparser reports around the date it reads."""
     core = _PREPOSITION.sub("", phrase)
-    weekend = bool(_WEEKEND.search(core))
     # a parser per call (0.4 ms): its relative base is the request's time
     parser = DateDataParser(
         languages=["en"], settings={"PREFER_DATES_FROM": "past", "RELATIVE_BASE": now}
     )
     # "last weekend" is the weekend of "last week": dateparser has no weekends
-    found = parser.get_date_data(_WEEKEND.sub("week", core))
-    if found.date_obj is None:
-        return None
-    day = found.date_obj.date()
-    if found.period == "year":
+    try:
+        found = parser.get_date_data(_WEEKEND.sub("week", core))
+        if found.date_obj is None:
+            return None
+        return _period(found.date_obj.date(), found.period, bool(_WEEKEND.search(core)))
+    except OverflowError:
+        return None  # a window reaching past year 9999 (`now` at its end): no window
+
+
+def _period(day: date, period: str | None, weekend: bool) -> tuple[date, date]:
+    if period == "year":
         return date(day.year, 1, 1), date(day.year, 12, 31)
-    if found.period == "month":
+    if period == "month":
         return day.replace(day=1), day.replace(day=monthrange(day.year, day.month)[1])
-    if found.period == "week":
+    if period == "week":
         monday = day - timedelta(days=day.weekday())
-        return (
-            (monday + timedelta(days=5), monday + timedelta(days=6))
-            if weekend
-            else (monday, monday + timedelta(days=6))
-        )
+        first = monday + timedelta(days=5) if weekend else monday
+        return first, monday + timedelta(days=6)
     return day, day
 
 

@@ -92,3 +92,20 @@ def test_the_window_moves_with_now() -> None:
 def test_edges_of_the_vocabulary(query: str, phrases: tuple[str, ...] | None) -> None:
     window = find_window(query, NOW)
     assert (window.phrases if window else None) == phrases
+
+
+MAX_MS = 253_402_300_799_999  # /retrieve's largest `now`: 9999-12-31T23:59:59.999Z
+
+
+@pytest.mark.parametrize("now", [0, MAX_MS])
+@pytest.mark.parametrize(
+    "query", ["this week", "this weekend", "999 years ago", "in 1900", "last weekend", "in May"]
+)
+def test_the_ends_of_time_give_a_window_or_none_never_an_error(now: int, query: str) -> None:
+    window = find_window(query, now)
+    assert window is None or window.since <= window.until
+
+
+def test_only_ascii_digits_are_read() -> None:
+    assert find_window("in 20٢٥", NOW) is None  # Arabic-Indic digits
+    assert find_window("٣ days ago", NOW) is None
