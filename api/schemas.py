@@ -231,7 +231,9 @@ class Hit(BaseModel):
     score: float = Field(description="Cosine similarity to the query (hybrid recall too).")
     payload: dict[str, Any] = Field(description="The point's payload as stored.")
     fused_score: float | None = Field(
-        None, description="Hybrid recall only: the fused score the hits are ordered by."
+        None,
+        description="Hybrid recall only: the fused score the hits are ordered by (a time "
+        "window's hits come first, each part in this order).",
     )
 
 
