@@ -201,6 +201,15 @@ class RetrieveRequest(BaseModel):
         "lexical after each leg's normalisation, rrf weighs the lexical leg's ranks by w; 0 "
         "keeps the dense order (lexical-only chunks last), 1 is equal weights. From 0 to 10; "
         "absent: the agent's `lexical_weight`.",
+    time_words: bool | None = Field(
+        None,
+        description='English time words in query_text ("yesterday", "last weekend", "in May") '
+        "put the chunks of the UTC days they name first, then the rest fills the limit; they "
+        "leave the BM25 terms. Absent: the agent's `time_words` (on by default); false: off.",
+    )
+    now: EpochMs | None = Field(
+        None,
+        description="The time the time words count from, Unix ms; absent: the server's clock.",
     )
     source: SourceFilter | None = Field(
         None, description='Only chunks from this interface ("discord").'
@@ -231,7 +240,9 @@ class Hit(BaseModel):
     score: float = Field(description="Cosine similarity to the query (hybrid recall too).")
     payload: dict[str, Any] = Field(description="The point's payload as stored.")
     fused_score: float | None = Field(
-        None, description="Hybrid recall only: the fused score the hits are ordered by."
+        None,
+        description="Hybrid recall only: the fused score the hits are ordered by (a time "
+        "window's hits come first, each part in this order).",
     )
 
 

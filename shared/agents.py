@@ -35,6 +35,7 @@ _DEFAULTABLE = (
     "language",
     "lexical_threshold",
     "lexical_weight",
+    "time_words",
 )
 
 
@@ -64,6 +65,8 @@ class AgentDefaults(BaseModel):
     lexical_weight: float = Field(
         DEFAULT_LEXICAL_WEIGHT, ge=0, le=MAX_LEXICAL_WEIGHT, allow_inf_nan=False
     )
+    # English time words in a query ("last weekend") put that window's chunks first (README).
+    time_words: bool = True
 
     @model_validator(mode="after")
     def _min_below_max(self) -> AgentDefaults:

@@ -93,10 +93,16 @@ def _present(**values: Any) -> dict[str, Any]:
     return {name: value for name, value in values.items() if value is not None}
 
 
+QUERY = (
+    "What to look for, in plain words; English time words "
+    '("last weekend", "in May") put the memories of that time first.'
+)
+
+
 def _recall_tool(connect: Connect) -> Callable[..., Any]:
     async def recall(
         ctx: Context,
-        query: Annotated[str, Field(description="What to look for, in plain words.")],
+        query: Annotated[str, Field(description=QUERY)],
         agent: Agent = None,
         limit: Annotated[int, Field(description="How many memories at most (1-100).")] = 5,
         exclude_message_ids: Annotated[

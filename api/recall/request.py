@@ -23,6 +23,10 @@ class RecallRequest:
     fusion: Fusion = "dbsf"
     lexical_threshold: float = DEFAULT_LEXICAL_THRESHOLD
     lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
+    # time words ("last weekend") boost the chunks of the window they name, relative to `now`
+    # (Unix ms; None: the server's clock when recalling)
+    time_words: bool = False
+    now: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

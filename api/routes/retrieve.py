@@ -69,6 +69,8 @@ def _request(body: RetrieveRequest, agent: AgentConfig) -> RecallRequest:
             agent.lexical_threshold if body.lexical_threshold is None else body.lexical_threshold
         ),
         lexical_weight=agent.lexical_weight if body.lexical_weight is None else body.lexical_weight,
+        time_words=agent.time_words if body.time_words is None else body.time_words,
+        now=body.now,
     )
 
 

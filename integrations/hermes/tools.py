@@ -34,7 +34,11 @@ SEARCH_SCHEMA: dict[str, Any] = {
     "parameters": {
         "type": "object",
         "properties": {
-            "query": {"type": "string", "description": "What to look for, in plain words."},
+            "query": {
+                "type": "string",
+                "description": "What to look for, in plain words; English time words "
+                '("last weekend", "in May") put the memories of that time first.',
+            },
             "limit": {
                 "type": "integer",
                 "description": f"How many memories at most (default {DEFAULT_LIMIT}, "

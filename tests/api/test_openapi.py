@@ -107,6 +107,15 @@ def test_qdrant_errors_are_documented_with_qdrants_error_shape(
     assert set(fields) == {"result", "status", "time"}
 
 
+def test_the_time_word_fields_of_retrieve_are_described(schema: dict[str, Any]) -> None:
+    fields = schema["components"]["schemas"]["RetrieveRequest"]["properties"]
+    assert {"time_words", "now"} <= set(fields)
+    assert "the agent's `time_words`" in fields["time_words"]["description"]
+    assert "the server's clock" in fields["now"]["description"]
+    now = next(part for part in fields["now"]["anyOf"] if part.get("type") == "integer")
+    assert now["minimum"] == 0
+
+
 def test_health_and_delete_fields_are_described(schema: dict[str, Any]) -> None:
     components = schema["components"]["schemas"]
     assert set(components["HealthResponse"]["properties"]) == {

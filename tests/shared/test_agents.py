@@ -197,14 +197,16 @@ def test_recall_settings_per_agent_and_from_defaults(tmp_path: Path) -> None:
     text = (
         "accept_unlisted_agents: true\n"
         "defaults:\n  recall: dense\n  language: german\n  lexical_threshold: 3.5\n"
-        "  lexical_weight: 1.5\n"
+        "  lexical_weight: 1.5\n  time_words: false\n"
         "agents:\n  - name: a\n    recall: hybrid\n    fusion: rrf\n    language: klingon\n"
-        "    lexical_weight: 0\n"
+        "    lexical_weight: 0\n    time_words: true\n"
     )
     agents = load_agents(write(tmp_path, "r.yaml", text))
     listed = agents.get("a")
     assert (listed.recall, listed.fusion, listed.language) == ("hybrid", "rrf", "klingon")
     assert (listed.lexical_threshold, listed.lexical_weight) == (3.5, 0.0)
+    assert listed.time_words is True
+    assert agents.get("b").time_words is False
     unlisted = agents.get("b")
     assert (unlisted.recall, unlisted.fusion, unlisted.language) == ("dense", "dbsf", "german")
     assert unlisted.lexical_weight == 1.5
@@ -213,6 +215,7 @@ def test_recall_settings_per_agent_and_from_defaults(tmp_path: Path) -> None:
         "hybrid", "dbsf", "english", 5.0,
     )  # fmt: skip
     assert plain.lexical_weight == 2.0
+    assert plain.time_words is True
 
 
 NAMED = [
