@@ -201,6 +201,7 @@ class RetrieveRequest(BaseModel):
         "lexical after each leg's normalisation, rrf weighs the lexical leg's ranks by w; 0 "
         "keeps the dense order (lexical-only chunks last), 1 is equal weights. From 0 to 10; "
         "absent: the agent's `lexical_weight`.",
+    )
     time_words: bool | None = Field(
         None,
         description='English time words in query_text ("yesterday", "last weekend", "in May") '

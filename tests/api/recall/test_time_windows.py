@@ -83,7 +83,10 @@ def store(
 
 
 def _ask(store: Store, query: str, **fields: Any) -> Recall:
-    base = RecallRequest(query, frozenset(), 3, 0.3, RecallFilters(), time_words=True, now=NOW)
+    # equal weights: with the default 2, BM25 alone puts "words" first when time words are off
+    # (the order these tests compare against); the window rule is the same at any weight
+    base = RecallRequest(query, frozenset(), 3, 0.3, RecallFilters(), time_words=True, now=NOW,
+                         lexical_weight=1.0)  # fmt: skip
     return recall(
         AGENT, replace(base, **fields), store=store,
         cache=QueryCache(AxisEmbedder()),  # type: ignore[arg-type]
