@@ -177,7 +177,7 @@ class MemoryPoolProvider(MemoryProvider):
                     turn,
                     user,
                     assistant,
-                    now_ms=int(time.time() * 1000),
+                    now_ms=session.stamp(int(time.time() * 1000)),
                     user_id=self._user_id,
                     user_name=self._user_name,
                 )

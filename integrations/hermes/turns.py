@@ -111,6 +111,14 @@ class SessionTurns:
     turn: int = 0
     recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=2 * RESEND_TURNS))
     recalled: deque[str] = field(default_factory=lambda: deque(maxlen=RECALLED_BLOCKS))
+    last_ms: int = 0  # the last turn's time (its assistant message's)
+
+    def stamp(self, now_ms: int) -> int:
+        """The turn's time: after the session's last turn's. Its user message is a millisecond
+        before it, so two turns synced within two milliseconds (a fast host) had the second's
+        question at or before the first's answer, and the chunk put them out of order."""
+        self.last_ms = max(now_ms, self.last_ms + 2)
+        return self.last_ms
 
     def next_turn(self, messages: Iterable[Any] | None) -> int:
         """The transcript's count of user messages (so a restarted provider continues where

@@ -202,6 +202,20 @@ def test_the_recall_block_given_to_the_model_is_not_saved_back(
         assert injected not in chunk["text"]
 
 
+def test_turns_synced_in_one_millisecond_keep_their_order(hermes_home: Path) -> None:
+    """Turn times were the clock's: two turns in one millisecond had the second question at or
+    before the first answer, and their chunk put them out of order (a flaky test showed it)."""
+    load_provider()
+    turns = sys.modules[f"{MODULE}.turns"]
+    session = turns.SessionTurns("s")
+    stamps = []
+    for turn in (1, 2, 3):
+        body = turns.turn_messages("s", turn, "q", "a", now_ms=session.stamp(1_800_000_000_000))
+        stamps += [m["ts"] for m in body]
+    assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)
+    assert session.stamp(1_900_000_000_000) == 1_900_000_000_000  # the clock when it is later
+
+
 def test_strip_recall_keeps_a_turn_without_a_block_as_it_is(hermes_home: Path) -> None:
     load_provider()
     strip_recall = sys.modules[f"{MODULE}.turns"].strip_recall
