@@ -37,16 +37,16 @@ from tests.support.minilm import model_folder
 AGENT = AgentConfig(name="quality", self_speaker="Mythos")
 
 
-def load(data: ConversationSet) -> tuple[Store, QueryCache, int]:
+def load(data: ConversationSet, agent: AgentConfig = AGENT) -> tuple[Store, QueryCache, int]:
     settings = Settings(EMBEDDING_PROVIDER="local", EMBEDDING_MODEL_PATH=str(model_folder()))
     embedder = make_embedder(settings)
     store = QdrantStore(QdrantClient(":memory:"), local=True)
-    name = AGENT.collection_name
+    name = agent.collection_name
     store.ensure_collection(name, size=embedder.dimensions(), model=embedder.model)
     chunks = [
         c
         for s in data.sessions
-        for c in (*cut(s, AGENT.rules).closed, cut(s, AGENT.rules).open)
+        for c in (*cut(s, agent.rules).closed, cut(s, agent.rules).open)
         if c
     ]
     texts = [chunk_text(chunk) for chunk in chunks]
@@ -60,7 +60,7 @@ def load(data: ConversationSet) -> tuple[Store, QueryCache, int]:
             point_id(name, "discord", chunk[0].id),
             list(v),
             chunk_payload(chunk, context),
-            document_terms(text),
+            document_terms(text, agent.language),
         )
         for chunk, text, v in zip(chunks, texts, dense, strict=True)
     ]
@@ -68,12 +68,14 @@ def load(data: ConversationSet) -> tuple[Store, QueryCache, int]:
     return store, QueryCache(embedder), len(points)
 
 
-def score(data: ConversationSet, store: Store, cache: QueryCache, **mode: Any) -> dict[str, Any]:
+def score(
+    data: ConversationSet, store: Store, cache: QueryCache, agent: AgentConfig = AGENT, **mode: Any
+) -> dict[str, Any]:
     lexical = LexicalCollections(store)
     base = RecallRequest("", frozenset(data.recent_ids), 5, 0.3, RecallFilters())
     rows: dict[str, list[tuple[bool, bool, int]]] = {}
     for q in data.questions:
-        found = recall(AGENT, replace(base, query_text=q.text, **mode), store=store, cache=cache,
+        found = recall(agent, replace(base, query_text=q.text, **mode), store=store, cache=cache,
                        lexical=lexical)  # fmt: skip
         got = set().union(*(message_ids_of(h.payload) for h in found.hits)) if found.hits else set()
         hit = bool(q.evidence & got)

@@ -14,12 +14,20 @@ from pathlib import Path
 from fastembed.sparse.bm25 import Bm25, supported_languages
 from fastembed.sparse.sparse_embedding_base import SparseEmbedding
 
+from shared.embedding.cjk import segmented
+
 # The named sparse vector beside st-qdrant-memory's unnamed dense one.
 VECTOR_NAME = "bm25"
 # Changing how terms are made (this version, or an agent's language) changes their hashes:
 # a collection recorded with other settings is backfilled again.
 ENCODING_VERSION = 1
 DEFAULT_LANGUAGE = "english"
+# Languages whose CJK runs are cut into bigrams (shared/embedding/cjk.py). Bigrams cut the three
+# scripts alike, so these differ in name only; their Latin runs are stemmed as English, the
+# language most often mixed into their chats. Any other language leaves CJK text uncut, as
+# before, so its collections keep their terms.
+CJK_LANGUAGES = frozenset({"chinese", "japanese", "korean", "auto"})
+CJK_STEMMER = "english"
 # The BM25 score (Qdrant's IDF x fastembed's term weight, summed over the query's terms) a
 # point needs to come from the lexical leg; measured on bench/quality (BENCHMARKS.md).
 DEFAULT_LEXICAL_THRESHOLD = 5.0
@@ -50,31 +58,45 @@ class Terms:
         return bool(self.indices)
 
 
+def cuts_cjk(language: str) -> bool:
+    """Whether this language's terms cut CJK runs into bigrams."""
+    return language.lower() in CJK_LANGUAGES
+
+
+def _stemmer(language: str) -> str:
+    """The Snowball stemmer of a language's Latin runs, or "none"."""
+    lang = CJK_STEMMER if cuts_cjk(language) else language.lower()
+    return lang if lang in supported_languages else "none"
+
+
 def known_language(language: str) -> bool:
-    """Whether Snowball stems this language; any other is tokenized without stemming."""
-    return language.lower() in supported_languages
+    """Whether Snowball stems this language's Latin runs; any other is tokenized unstemmed."""
+    return _stemmer(language) != "none"
 
 
 def encoding_of(language: str) -> str:
     """What a collection records: terms made by another encoding must be made again."""
-    stemmer = language.lower() if known_language(language) else "none"
-    return f"v{ENCODING_VERSION}:{stemmer}"
+    cut = "+cjk-bigrams" if cuts_cjk(language) else ""
+    return f"v{ENCODING_VERSION}:{_stemmer(language)}{cut}"
 
 
 _lock = threading.Lock()
 
 
 @lru_cache(maxsize=16)
-def _encoder(language: str) -> Bm25:
-    lang = language.lower()
-    if known_language(lang):
-        return Bm25("Qdrant/bm25", language=lang, specific_model_path=str(MODEL_FOLDER))
+def _encoder(stemmer: str) -> Bm25:
+    if stemmer != "none":
+        return Bm25("Qdrant/bm25", language=stemmer, specific_model_path=str(MODEL_FOLDER))
     return Bm25("Qdrant/bm25", disable_stemmer=True, specific_model_path=str(MODEL_FOLDER))
 
 
 def encoder(language: str) -> Bm25:
     with _lock:  # lru_cache may build one twice under threads; building is cheap but not free
-        return _encoder(language)
+        return _encoder(_stemmer(language))
+
+
+def _prepared(text: str, language: str) -> str:
+    return segmented(text) if cuts_cjk(language) else text
 
 
 def _terms(embedding: SparseEmbedding) -> Terms:
@@ -84,15 +106,18 @@ def _terms(embedding: SparseEmbedding) -> Terms:
 
 def document_terms(text: str, language: str = DEFAULT_LANGUAGE) -> Terms:
     """A chunk's BM25 term weights (term frequency, length-normalised)."""
-    (embedding,) = encoder(language).raw_embed([text])
+    (embedding,) = encoder(language).raw_embed([_prepared(text, language)])
     return _terms(embedding)
 
 
 def documents_terms(texts: list[str], language: str = DEFAULT_LANGUAGE) -> list[Terms]:
-    return [_terms(embedding) for embedding in encoder(language).raw_embed(texts)]
+    return [
+        _terms(embedding)
+        for embedding in encoder(language).raw_embed([_prepared(text, language) for text in texts])
+    ]
 
 
 def query_terms(text: str, language: str = DEFAULT_LANGUAGE) -> Terms:
     """A query's terms, each weighted 1: Qdrant's IDF times the document weight is BM25."""
-    (embedding,) = encoder(language).query_embed(text)
+    (embedding,) = encoder(language).query_embed(_prepared(text, language))
     return _terms(embedding)

@@ -1,0 +1,35 @@
+"""Chinese, Japanese and Korean runs cut into overlapping character bigrams before BM25.
+
+fastembed's tokenizer splits on spaces and punctuation only, so a CJK sentence is one or two
+"words" and a name inside it is never a term of its own. Bigrams need no dictionary, give the
+same terms for the same text on every machine, and make any two-character name (雷門, 山田,
+서울) a term; a longer name is a run of its bigrams, which BM25 sums. Latin runs are left as
+they are for the Snowball stemmer.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Han (with extension A and compatibility ideographs), hiragana, katakana (with the
+# half-width forms and the prolonged sound mark), Hangul syllables and jamo.
+_CJK_RUN = re.compile(
+    "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\u3041-\u309f\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+    "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]+"
+)
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK_RUN.search(text) is not None
+
+
+def _bigrams(run: str) -> str:
+    if len(run) == 1:
+        return run
+    return " ".join(run[i : i + 2] for i in range(len(run) - 1))
+
+
+def segmented(text: str) -> str:
+    """The text with every CJK run replaced by its bigrams, spaced apart from what is around."""
+    return _CJK_RUN.sub(lambda m: f" {_bigrams(m.group())} ", text)
