@@ -152,21 +152,27 @@ def _prepare_storable(naming: Naming, message: Fields) -> Prepared:
 
 # The Discord plugin re-sends its last 30 messages on every turn: nearly every message of a
 # request was prepared before, byte for byte (half of /save's own work, bench in BENCHMARKS.md).
-# Kept: messages that can be stored (their ids are at most MAX_ID_CHARS), with an epoch-ms time
-# (any other form may read differently as the clock moves) and up to CACHED_CHARS of text and
-# name (most chat lines): about 40 MB at most, whatever clients send.
-CACHED_CHARS = 1_500
-_prepared_before = lru_cache(maxsize=8_192)(_prepare_storable)
+# Kept: messages that can be stored, with an epoch-ms time (any other form may read differently
+# as the clock moves) and at most CACHED_CHARS in all their fields (most chat lines). An entry
+# holds its fields and its stored JSON, up to 4 bytes a character: about 13 KB at most, so
+# 55 MB for 4,096 entries whatever clients send (tests/api/test_ingest_cache_bound.py).
+CACHED_CHARS = 1_000
+_prepared_before = lru_cache(maxsize=4_096)(_prepare_storable)
+
+
+def _chars(item: SaveMessage) -> int:
+    """The characters of a message's text, name and ids (written out: a generator over its
+    fields cost a third of a cache hit)."""
+    return (len(item.message_id) + len(item.text or "") + len(item.speaker_name or "")
+            + len(item.user_id or "") + len(item.discord_user_id or "")
+            + len(item.channel_id or "") + len(item.guild_id or "")
+            + len(item.conversation_id or ""))  # fmt: skip
 
 
 def _prepared(naming: Naming, item: SaveMessage, now_ms: int) -> Prepared | tuple[str, str]:
     message = fields_of(item)
     ts = item.ts
-    if (
-        type(ts) is int
-        and MS_THRESHOLD < ts <= MAX_STORABLE_MS
-        and len(item.text or "") + len(item.speaker_name or "") <= CACHED_CHARS
-    ):
+    if type(ts) is int and MS_THRESHOLD < ts <= MAX_STORABLE_MS and _chars(item) <= CACHED_CHARS:
         try:
             return _prepared_before(naming, message)
         except _Refused as refused:
