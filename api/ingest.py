@@ -68,9 +68,11 @@ def fields_of(item: SaveMessage) -> Fields:
             item.conversation_id)  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Naming:
-    """What of its agent decides a message's stored form: hashable, a part of the cache key."""
+    """What of its agent decides a message's stored form, a part of the cache key. One object
+    per distinct value (`of`), compared and hashed by identity in C: a dataclass's own __eq__
+    and __hash__ ran in Python on every cache lookup, as long as the rest of a hit."""
 
     self_speaker: str
     aliases: tuple[tuple[str, str], ...]
@@ -78,7 +80,12 @@ class Naming:
 
     @classmethod
     def of(cls, agent: AgentConfig) -> Naming:
-        return cls(agent.speaker, tuple(sorted(agent.speaker_aliases.items())), agent.rules)
+        return _naming(agent.speaker, tuple(sorted(agent.speaker_aliases.items())), agent.rules)
+
+
+@lru_cache(maxsize=1_024)  # the agents in use; another agent's naming is made again
+def _naming(speaker: str, aliases: tuple[tuple[str, str], ...], rules: ChunkRules) -> Naming:
+    return Naming(speaker, aliases, rules)
 
 
 @dataclass(frozen=True, slots=True)
