@@ -86,11 +86,13 @@ class PendingEdits:
 
     def sweep_emptied(self, page: int = 256) -> int:
         """Forget every emptied record whose dedupe mark has expired (nothing can bring it back
-        any more, and it holds a message's text); returns how many went."""
+        any more, and it holds a message's text); returns how many went. Agent by agent, from
+        the names hash (a message is stored, naming its agent, before an edit can empty it): a
+        SCAN for the hashes would walk every dedupe mark in Redis on each sweep."""
         gone = 0
-        for raw_key in self.redis.scan_iter(match=keys.EMPTIED_PATTERN, count=page):
-            key = as_text(raw_key)
-            prefix = keys.seen_prefix_of_emptied(key)
+        for raw_collection in self.redis.hkeys(keys.NAMES):
+            collection = as_text(raw_collection)
+            key, prefix = keys.emptied(collection), keys.seen_prefix(collection)
             fields: list[str] = []
             for field, _ in self.redis.hscan_iter(key, count=page):  # NOVALUES: Redis 7.4
                 fields.append(as_text(field))

@@ -125,14 +125,6 @@ def emptied(collection: str) -> str:
     return f"{PREFIX}emptied:{agent_key(collection)}"
 
 
-EMPTIED_PATTERN = f"{PREFIX}emptied:*"
-
-
-def seen_prefix_of_emptied(emptied_key: str) -> str:
-    """The dedupe mark prefix of the agent whose emptied hash is `emptied_key`."""
-    return f"{PREFIX}seen:{emptied_key.removeprefix(f'{PREFIX}emptied:')}:"
-
-
 def rewrites_lock(collection: str) -> str:
     """One rewrite of an agent's written chunks at a time (edits, deletes): each reads a point,
     changes it and writes it back."""

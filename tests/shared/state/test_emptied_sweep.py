@@ -13,6 +13,7 @@ def test_records_go_with_their_marks_and_only_theirs(redis_url: str) -> None:
     try:
         pending = PendingEdits(client)
         for collection in ("mem_a", "mem_b:x"):  # a collection key with a ':' in it too
+            client.hset(keys.NAMES, collection, collection[4:])  # its first save named it
             emptied = keys.emptied(collection)
             for n in range(300):  # more than a page
                 client.hset(emptied, keys.edit_field("discord", f"m{n}"), '{"i":"m"}')
