@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-import redis
 
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.hybrid_lake import NAME, QUESTION, lake_agents, retrieve, save_lake_chunks
 from tests.support.redis_server import RedisServer
 from tests.support.stack import Stack
-from tests.support.store_stacks import stack_on
+from tests.support.store_stacks import fresh_services, stack_on
 
 
 @pytest.fixture(scope="module", params=["edge", "server"])
@@ -22,13 +21,10 @@ def stack(
     embedding_server: EmbeddingServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Stack]:
-    client = redis.Redis.from_url(redis_server.url)
-    client.flushall()
-    client.close()
-    embedding_server.clear_faults()
     folder = tmp_path_factory.mktemp("weights")
+    services = fresh_services(redis_server, embedding_server)
     with stack_on(
-        request.param, redis_server.url, embedding_server.url, folder, lake_agents()
+        request.param, services.redis_url, services.embedding_url, folder, lake_agents()
     ) as running:
         for bot in ("lake", "lakeflat", "lakerrf"):
             save_lake_chunks(running, bot)

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import redis
 
 from shared.store.edge.engine import EdgeStore
 from shared.store.qdrant.engine import QdrantStore
@@ -25,10 +24,10 @@ from tests.support.hybrid_lake import (
     st_collection,
     st_requests,
 )
-from tests.support.qdrant_server import QdrantTestServer
 from tests.support.redis_server import RedisServer
 from tests.support.st_memory import BASE_TS, expected_block, st_chunk
-from tests.support.stack import Stack, running_stack, stack_settings
+from tests.support.stack import Stack
+from tests.support.store_stacks import fresh_services, stack_on
 
 
 @pytest.fixture(scope="module", params=["edge", "server"])
@@ -38,19 +37,17 @@ def stack(
     embedding_server: EmbeddingServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Stack]:
-    client = redis.Redis.from_url(redis_server.url)
-    client.flushall()
-    client.close()
-    embedding_server.clear_faults()
-    extra: dict[str, Any] = {"MEMORY_POOL_BACKFILL_INTERVAL": 0.2}
-    with QdrantTestServer() as qdrant:
-        if request.param == "server":
-            extra["QDRANT_URL"] = qdrant.url
-        settings = stack_settings(
-            redis_server.url, embedding_server.url, tmp_path_factory.mktemp("hybrid"), **extra
-        )
-        with running_stack(settings, lake_agents()) as running:
-            yield running
+    folder = tmp_path_factory.mktemp("hybrid")
+    services = fresh_services(redis_server, embedding_server)
+    with stack_on(
+        request.param,
+        services.redis_url,
+        services.embedding_url,
+        folder,
+        lake_agents(),
+        MEMORY_POOL_BACKFILL_INTERVAL=0.2,
+    ) as running:
+        yield running
 
 
 def test_a_name_the_dense_leg_ranks_low_is_in_the_top_five(stack: Stack) -> None:

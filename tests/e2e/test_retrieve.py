@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from fastapi.testclient import TestClient
 
 from api.app import create_app
@@ -25,6 +24,7 @@ from tests.support.embedding_server import EmbeddingServer, embed_text
 from tests.support.redis_server import RedisServer
 from tests.support.st_memory import BASE_TS, DAY, expected_block, js_percent, message, st_chunk
 from tests.support.stack import Stack, running_stack, stack_settings
+from tests.support.store_stacks import fresh_services
 
 PICNIC_QUERY = "the orchard picnic with apples and the wooden ladder"
 # label -> (source, channel_id, guild_id, conversation_id, day)
@@ -59,13 +59,9 @@ def stack(
     embedding_server: EmbeddingServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Stack]:
-    client = redis.Redis.from_url(redis_server.url)
-    client.flushall()
-    client.close()
-    embedding_server.clear_faults()
-    settings = stack_settings(
-        redis_server.url, embedding_server.url, tmp_path_factory.mktemp("retrieve")
-    )
+    folder = tmp_path_factory.mktemp("retrieve")
+    services = fresh_services(redis_server, embedding_server)
+    settings = stack_settings(services.redis_url, services.embedding_url, folder)
     with running_stack(settings, _agents(request.param)) as running:
         yield running
 

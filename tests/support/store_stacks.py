@@ -5,12 +5,33 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import redis
+
 from shared.agents import Agents
+from tests.support.embedding_server import EmbeddingServer
 from tests.support.qdrant_server import QdrantTestServer
+from tests.support.redis_server import RedisServer
 from tests.support.stack import Stack, running_stack, stack_settings
+
+
+@dataclass(frozen=True)
+class Services:
+    redis_url: str
+    embedding_url: str
+
+
+def fresh_services(redis_server: RedisServer, embedding_server: EmbeddingServer) -> Services:
+    """The session's Redis emptied and its embedding server without faults, for a stack that a
+    module's tests share (each of its params starts from nothing, as a function-scoped test)."""
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    client.close()
+    embedding_server.clear_faults()
+    return Services(redis_server.url, embedding_server.url)
 
 
 @contextmanager
