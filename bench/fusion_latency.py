@@ -12,11 +12,9 @@ embedding cached beforehand; the plugin's 30 excluded ids are in every query.
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import tempfile
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -24,22 +22,26 @@ from typing import Any
 
 from qdrant_client import QdrantClient
 
-from api.recall.lexical import LexicalCollections
-from api.recall.query_cache import QueryCache
-from api.recall.query_filter import RecallFilters
 from api.recall.request import RecallRequest
-from api.recall.service import recall
 from bench.machine import describe
-from bench.recall_hybrid import AGENT, DIMS, NAME, RandomEmbedder, _points
+from bench.recall_hybrid import DIMS, NAME, RandomEmbedder, Variant, fill_to, time_variants
 from bench.stats import median, pct, ratio, table
-from bench.traffic import BASE_ID, WORDS
 from shared.store.edge.engine import EdgeStore
 from shared.store.interface import Store
 from shared.store.qdrant.engine import QdrantStore
 from tests.support.qdrant_server import QdrantTestServer
 
-# (label, fusion, lexical weight); the first is the baseline of the ratios
-VARIANTS = [("dbsf w=1", "dbsf", 1.0), ("dbsf w=2 (default)", "dbsf", 2.0), ("rrf w=2", "rrf", 2.0)]
+
+def _fused(fusion: str, weight: float) -> Callable[[RecallRequest], RecallRequest]:
+    return lambda base: replace(base, mode="hybrid", fusion=fusion, lexical_weight=weight)  # type: ignore[arg-type]
+
+
+# the first is the baseline of the ratios
+VARIANTS: list[Variant] = [
+    ("dbsf w=1", _fused("dbsf", 1.0)),
+    ("dbsf w=2 (default)", _fused("dbsf", 2.0)),
+    ("rrf w=2", _fused("rrf", 2.0)),
+]
 
 
 @contextmanager
@@ -57,26 +59,6 @@ def stores() -> Iterator[dict[str, Store]]:
             edge.close()
 
 
-def time_variants(store: Store, size: int, samples: int) -> dict[str, list[float]]:
-    cache = QueryCache(RandomEmbedder())  # type: ignore[arg-type]
-    lexical = LexicalCollections(store)
-    rng = random.Random(size)
-    out: dict[str, list[float]] = {label: [] for label, _, _ in VARIANTS}
-    for i in range(samples + 3):
-        text = f"do you remember the {rng.choice(WORDS)} and the {rng.choice(WORDS)}? ({i})"
-        excluded = frozenset(str(BASE_ID + rng.randrange(size) * 10) for _ in range(30))
-        base = RecallRequest(text, excluded, 5, 0.0, RecallFilters(), mode="hybrid")
-        cache.vector(text), cache.terms(text, AGENT.language)
-        order = VARIANTS if i % 2 else VARIANTS[::-1]  # ABBA: no variant always goes first
-        for label, fusion, weight in order:
-            asked = replace(base, fusion=fusion, lexical_weight=weight)  # type: ignore[arg-type]
-            t0 = time.perf_counter()
-            recall(AGENT, asked, store=store, cache=cache, lexical=lexical)
-            if i >= 3:  # the first ones warm connections and caches
-                out[label].append((time.perf_counter() - t0) * 1000)
-    return out
-
-
 def rows(sizes: list[int], samples: int) -> list[list[Any]]:
     found = []
     with stores() as by_kind:
@@ -84,14 +66,12 @@ def rows(sizes: list[int], samples: int) -> list[list[Any]]:
             store.ensure_collection(NAME, size=DIMS, model=RandomEmbedder.model)
             have = 0
             for size in sizes:
-                for start in range(have, size, 1000):
-                    store.upsert(NAME, _points(start, min(1000, size - start), terms=True))
-                have = size
+                have = fill_to(store, have, size)
                 if isinstance(store, EdgeStore):
                     store.optimize(NAME)  # indexed, as serve's background optimizer leaves it
-                got = time_variants(store, size, samples)
+                got = time_variants(store, size, samples, VARIANTS)
                 base = median(got[VARIANTS[0][0]])
-                for label, _, _ in VARIANTS:
+                for label, _ in VARIANTS:
                     took = got[label]
                     found.append([kind, size, label, len(took), median(took), pct(took, 95),
                                   ratio(median(took), base)])  # fmt: skip
