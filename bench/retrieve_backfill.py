@@ -15,7 +15,6 @@ Run: .venv/bin/python -m bench.retrieve_backfill --size 50000 --dims 384 [--samp
 from __future__ import annotations
 
 import argparse
-import random
 import tempfile
 import time
 from pathlib import Path
@@ -24,46 +23,15 @@ from typing import Any
 import httpx
 
 from bench.machine import describe
-from bench.recall import _payloads
-from bench.retrieve_serve import (
-    BATCH,
-    BOT,
-    COLLECTION,
-    MODEL,
-    Ask,
-    Serve,
-    _pid,
-    _vectors,
-    asks,
-    baseline_code,
-)  # fmt: skip
+from bench.retrieve_serve import BOT, Ask, Serve, asks, baseline_code, fill_edge
 from bench.stack import Stack
 from bench.stats import median, pct, ratio, table
-from shared.store.edge.engine import EdgeStore
-from shared.store.interface import PointToWrite
 
 HEADER = ["chunks", "serve", "backfill s", "during n", "during p50", "p95", "max",
           "idle p50", "p95", "max", "p95 during / idle"]  # fmt: skip
 SAVE = {"bot": BOT, "messages": [{"speaker_kind": "user", "discord_user_id": "1",
         "speaker_name": "Alex", "text": "hello there, bench", "message_id": "bench-1",
         "ts": 1718000000000, "channel_id": "c1"}]}  # fmt: skip
-
-
-def fill_without_terms(data: Path, size: int, dims: int) -> None:
-    store = EdgeStore(data / "edge", optimize_in_background=False)
-    try:
-        store.create(COLLECTION, size=dims, model=MODEL)
-        rng = random.Random(dims)
-        for start in range(0, size, BATCH):
-            n = min(BATCH, size - start)
-            vectors = _vectors(start, n, dims)
-            store.upsert(COLLECTION, [
-                PointToWrite(_pid(start + i), v.tolist(), p, None)
-                for i, (v, p) in enumerate(zip(vectors, _payloads(start, n, rng), strict=True))
-            ])  # fmt: skip
-        store.optimize(COLLECTION)
-    finally:
-        store.close()
 
 
 def lacking(http: httpx.Client, url: str) -> int:
@@ -128,7 +96,7 @@ def main() -> None:
         for name, code in codes.items():
             data = Path(tmp) / f"data-{len(rows)}"
             data.mkdir()
-            fill_without_terms(data, args.size, args.dims)
+            fill_edge(data, args.size, args.dims, terms=False)
             queries = asks(data, embed_url, args.size, args.samples, "top")[5:]
             serve = Serve(data, embed_url, code=code)
             try:

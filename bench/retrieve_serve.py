@@ -65,17 +65,23 @@ def _pid(n: int) -> str:
     return str(uuid.UUID(int=n + 1))
 
 
-def fill_edge(data: Path, size: int, dims: int) -> None:
+def fill_edge(data: Path, size: int, dims: int, *, terms: bool = True) -> None:
+    """`size` chunks in serve's Edge folder; without `terms`, as a writer that gives none leaves
+    them (a bare collection, for the backfill to find)."""
     store = EdgeStore(data / "edge", optimize_in_background=False)
     try:
-        store.ensure_collection(COLLECTION, size=dims, model=MODEL)
+        if terms:
+            store.ensure_collection(COLLECTION, size=dims, model=MODEL)
+        else:
+            store.create(COLLECTION, size=dims, model=MODEL)
         rng = random.Random(dims)
         for start in range(0, size, BATCH):
             n = min(BATCH, size - start)
             payloads = _payloads(start, n, rng)
             vectors = _vectors(start, n, dims)
             store.upsert(COLLECTION, [
-                PointToWrite(_pid(start + i), v.tolist(), p, document_terms(p["text"]))
+                PointToWrite(_pid(start + i), v.tolist(), p,
+                             document_terms(p["text"]) if terms else None)
                 for i, (v, p) in enumerate(zip(vectors, payloads, strict=True))
             ])  # fmt: skip
         store.optimize(COLLECTION)
