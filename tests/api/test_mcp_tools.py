@@ -98,6 +98,15 @@ def test_a_time_filter_that_is_no_time_is_a_tool_error() -> None:
         time_filter("until", "soon")
 
 
+@pytest.mark.parametrize("given", ["9" * 5000, "-" + "1" * 4400, "0" * 4301])
+def test_a_time_filter_with_more_digits_than_python_reads_is_a_tool_error(given: str) -> None:
+    """int() refuses a string of over 4,300 digits with a ValueError, which escaped the tool as
+    an unexpected error: the model read "Error executing tool recall" with no reason, and the
+    server's log a traceback."""
+    with pytest.raises(ToolFailure, match=r"invalid_request: since: "):
+        time_filter("since", given)
+
+
 def test_outcomes_follow_the_save_counts() -> None:
     assert outcome({"accepted": 1, "duplicates": 0, "skipped": 0}) == "stored"
     assert outcome({"accepted": 0, "duplicates": 1, "skipped": 0}) == "duplicate"
