@@ -38,8 +38,15 @@ KeyOption = Annotated[
         help="Sent as Authorization: Bearer (needed where the agents file has api_keys).",
     ),
 ]
+# under a tenth of a second no answer comes back, and every tool call would blame memory-pool
+MIN_TIMEOUT_SECONDS = 0.1
 TimeoutOption = Annotated[
-    float, typer.Option("--timeout", help="Seconds to wait for each answer of memory-pool.")
+    float,
+    typer.Option(
+        "--timeout",
+        min=MIN_TIMEOUT_SECONDS,
+        help="Seconds to wait for each answer of memory-pool (at least 0.1).",
+    ),
 ]
 
 

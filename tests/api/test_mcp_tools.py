@@ -70,6 +70,16 @@ def test_the_mcp_command_is_there() -> None:
         assert option in result.output
 
 
+@pytest.mark.parametrize("seconds", ["0", "-1", "0.01"])
+def test_the_mcp_command_refuses_a_timeout_no_answer_could_meet(seconds: str) -> None:
+    """--timeout 0 made every tool call fail as "unreachable" and -1 as "did not answer as
+    memory-pool does" (httpx's ValueError), blaming the server for a typo in the host's
+    config: the command refuses it at start, saying so."""
+    result = CliRunner().invoke(app, ["mcp", "--timeout", seconds], input="")
+    assert result.exit_code == 2, result.output
+    assert "--timeout" in result.output
+
+
 def test_a_chosen_message_id_is_stable_and_storable() -> None:
     first = chosen_message_id("Mira keeps bees ", None, None)
     assert first == chosen_message_id("Mira keeps bees", None, None)  # as stored: trimmed
