@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from api.auth import request_key, resolve_agent
 from api.health import seen_agents
 from api.memory_schemas import AgentEntry, AgentList
+from shared.agents import ApiKey
 from shared.errors import MemoryPoolError
 from shared.runtime import Runtime
 from shared.state import keys
@@ -26,13 +27,26 @@ def _written_only_through_qdrant(runtime: Runtime, known: Mapping[str, str]) -> 
     return found
 
 
+def _scoped_to(runtime: Runtime, key: ApiKey | None) -> dict[str, str]:
+    """The agents a scoped key names, by collection: unlisted ones that stored nothing yet are
+    its agents too (`memory-pool mcp` takes a key's only agent from this list)."""
+    found = {}
+    for name in key.agents or () if key is not None else ():
+        try:
+            found[runtime.agents.collection_of(name)] = name
+        except MemoryPoolError:
+            continue  # a name no agent can have
+    return found
+
+
 def visible_agents(runtime: Runtime, headers: Mapping[str, str]) -> AgentList:
-    """Listed agents and those seen storing messages, each kept only if `resolve_agent` lets
-    this request reach it, exactly as the agent's own endpoints would judge it."""
+    """Listed agents, those seen storing messages and those the request's key is scoped to,
+    each kept only if `resolve_agent` lets this request reach it, exactly as the agent's own
+    endpoints would judge it."""
     agents = runtime.agents
-    request_key(agents, headers)  # 401 for a key that is not valid, before anything else
+    key = request_key(agents, headers)  # 401 for a key that is not valid, before anything else
     names = {agent.collection_name: agent.name for agent in agents.listed}
-    for collection, name in seen_agents(runtime).items():
+    for collection, name in (_scoped_to(runtime, key) | seen_agents(runtime)).items():
         names.setdefault(collection, name)
     names.update(_written_only_through_qdrant(runtime, names))
     entries = []

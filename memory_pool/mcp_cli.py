@@ -8,7 +8,7 @@ import logging
 import sys
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import httpx
 import typer
@@ -18,8 +18,6 @@ from client.http_client import DEFAULT_URL, MemoryPoolClient, MemoryPoolError
 
 if TYPE_CHECKING:  # the MCP SDK is imported only by this command, not by every other one
     from api.mcp.backend import ToolFailure
-
-T = TypeVar("T")
 
 UrlOption = Annotated[
     str, typer.Option("--url", envvar="MEMORY_POOL_URL", help="The running memory-pool.")
@@ -40,8 +38,15 @@ KeyOption = Annotated[
         help="Sent as Authorization: Bearer (needed where the agents file has api_keys).",
     ),
 ]
+# under a tenth of a second no answer comes back, and every tool call would blame memory-pool
+MIN_TIMEOUT_SECONDS = 0.1
 TimeoutOption = Annotated[
-    float, typer.Option("--timeout", help="Seconds to wait for each answer of memory-pool.")
+    float,
+    typer.Option(
+        "--timeout",
+        min=MIN_TIMEOUT_SECONDS,
+        help="Seconds to wait for each answer of memory-pool (at least 0.1).",
+    ),
 ]
 
 
@@ -57,34 +62,51 @@ class OverHttp:
     def default_agent(self) -> str | None:
         return self.agent
 
-    async def _answer(self, call: Callable[[], T]) -> T:
+    async def _answer(self, call: Callable[[], Any], needs: str) -> Any:
+        """The call's answer, which must hold `needs` (see _holds): a 2xx from something else
+        at the URL is no answer (a `remember` read `{}` as a duplicate: a note kept)."""
         try:
-            return await to_thread.run_sync(call)
+            answer = await to_thread.run_sync(call)
         except MemoryPoolError as exc:
             raise _failure(exc.error, exc.detail) from None
         except httpx.HTTPError as exc:
             raise _unreachable(self.url, exc) from None
-        except ValueError as exc:  # a 2xx that is no JSON: not memory-pool at that URL
-            raise _failure(
-                "unreachable", f"{self.url} did not answer as memory-pool does ({exc})"
-            ) from None
+        except (ValueError, KeyError, TypeError) as exc:  # a 2xx that is not memory-pool's JSON
+            raise self._foreign(f"{type(exc).__name__}: {exc}") from None
+        if not _holds(answer, needs):
+            raise self._foreign(f"no {needs} in {str(answer)[:100]}")
+        return answer
+
+    def _foreign(self, reason: str) -> ToolFailure:
+        return _failure("unreachable", f"{self.url} did not answer as memory-pool does ({reason})")
 
     async def retrieve(self, body: dict[str, Any]) -> dict[str, Any]:
         options = dict(body)
         bot, query = options.pop("bot"), options.pop("query_text")
         excluded = options.pop("exclude_message_ids", ())
         call = partial(self.client.retrieve, bot, query, exclude_message_ids=excluded, **options)
-        return await self._answer(call)
+        return dict(await self._answer(call, "hits"))
 
     async def save(self, body: dict[str, Any]) -> dict[str, Any]:
         call = partial(self.client.save, body["bot"], body["messages"], source=body.get("source"))
-        return dict(await self._answer(call))
+        return dict(await self._answer(call, "accepted"))
 
     async def delete(self, agent: str, scope: dict[str, Any]) -> dict[str, Any]:
-        return dict(await self._answer(partial(self.client.delete, agent, **scope)))
+        call = partial(self.client.delete, agent, **scope)
+        return dict(await self._answer(call, "deleted_points"))
 
     async def agents(self) -> dict[str, Any]:
-        return {"agents": await self._answer(self.client.agents)}
+        return {"agents": await self._answer(self.client.agents, "agents")}
+
+
+def _holds(answer: Any, needs: str) -> bool:
+    """Whether an answer is memory-pool's: a JSON object with the key `needs`, or for "agents"
+    (/agents, whose list the client takes out) a list of objects with a name."""
+    if needs == "agents":
+        return isinstance(answer, list) and all(
+            isinstance(entry, dict) and "name" in entry for entry in answer
+        )
+    return isinstance(answer, dict) and needs in answer
 
 
 def _failure(code: str, detail: str) -> ToolFailure:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from contextlib import suppress
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -133,14 +134,17 @@ def time_filter(name: str, value: int | str | None) -> int | None:
     if value is None or isinstance(value, int):
         return value
     text = value.strip()
+    found: int | None = None
     if re.fullmatch(r"-?[0-9]+", text):  # not str.isdigit: "²" and "--5" pass it, int() fails
-        return int(text)
-    found = from_iso(text)
+        with suppress(ValueError):  # over 4,300 digits: int() refuses, and it is no time
+            found = int(text)
+    else:
+        found = from_iso(text)
     if found is None:
         raise ToolFailure(
             "invalid_request",
-            f"{name}: {value!r} is neither an ISO 8601 date (2026-05-01, 2026-05-01T18:00:00Z) "
-            "nor Unix milliseconds",
+            f"{name}: {value[:40]!r} is neither an ISO 8601 date (2026-05-01, "
+            "2026-05-01T18:00:00Z) nor Unix milliseconds",
         )
     return found
 

@@ -78,6 +78,18 @@ class BadArguments(ValueError):
     """The model's arguments cannot be used; the message says why."""
 
 
+class NotMemoryPool(Exception):
+    """A 2xx whose body is not memory-pool's answer: something else listens at the URL."""
+
+
+def _answer_of(answer: Any, needs: str) -> Mapping[str, Any]:
+    """memory-pool's JSON object, which holds `needs`; anything else is another service's
+    (a `{}` read as no refusal and no duplicate would tell the model a fact was kept)."""
+    if not isinstance(answer, Mapping) or needs not in answer:
+        raise NotMemoryPool(f"no {needs!r} in {str(answer)[:100]}")
+    return answer
+
+
 def tool_result(result: Mapping[str, Any]) -> str:
     """A tool result as Hermes expects it: a JSON string."""
     return json.dumps(result, ensure_ascii=False)
@@ -89,6 +101,8 @@ def failure(exc: BaseException, url: str) -> dict[str, str]:
         return {"error": f"bad arguments: {exc}"}
     if isinstance(exc, MemoryPoolError):
         return {"error": f"memory-pool refused ({exc.status} {exc.error}): {exc.detail}"}
+    if isinstance(exc, NotMemoryPool | json.JSONDecodeError):
+        return {"error": f"{url} did not answer as memory-pool does ({exc}); is the URL right?"}
     if isinstance(exc, httpx.TimeoutException):
         return {"error": f"memory-pool at {url} did not answer in time; try again later"}
     if isinstance(exc, httpx.TransportError):
@@ -152,8 +166,9 @@ def search(
     """/retrieve for the model's query, leaving out the turns already in its context."""
     query = _text_argument(args, "query")
     limit = _limit_argument(args)
-    answer = client.retrieve(
-        agent, query, exclude_message_ids=exclude, limit=limit, timeout=timeout
+    answer = _answer_of(
+        client.retrieve(agent, query, exclude_message_ids=exclude, limit=limit, timeout=timeout),
+        "hits",
     )
     memories = [_memory(hit) for hit in answer.get("hits") or [] if isinstance(hit, Mapping)]
     result: dict[str, Any] = {"query": query, "count": len(memories), "memories": memories}
@@ -175,7 +190,7 @@ def remember(
     message = fact_message(
         _text_argument(args, "fact", MAX_FACT_CHARS), now_ms=now_ms, user_id=user_id
     )
-    counts: Mapping[str, Any] = client.save(agent, [message], source=SOURCE, timeout=timeout)
+    counts = _answer_of(client.save(agent, [message], source=SOURCE, timeout=timeout), "accepted")
     result: dict[str, Any] = {"message_id": message["message_id"]}
     if counts.get("refused"):
         reasons = [r.get("reason", "") for r in counts.get("refusals") or []]

@@ -70,6 +70,16 @@ def test_the_mcp_command_is_there() -> None:
         assert option in result.output
 
 
+@pytest.mark.parametrize("seconds", ["0", "-1", "0.01"])
+def test_the_mcp_command_refuses_a_timeout_no_answer_could_meet(seconds: str) -> None:
+    """--timeout 0 made every tool call fail as "unreachable" and -1 as "did not answer as
+    memory-pool does" (httpx's ValueError), blaming the server for a typo in the host's
+    config: the command refuses it at start, saying so."""
+    result = CliRunner().invoke(app, ["mcp", "--timeout", seconds], input="")
+    assert result.exit_code == 2, result.output
+    assert "--timeout" in result.output
+
+
 def test_a_chosen_message_id_is_stable_and_storable() -> None:
     first = chosen_message_id("Mira keeps bees ", None, None)
     assert first == chosen_message_id("Mira keeps bees", None, None)  # as stored: trimmed
@@ -96,6 +106,15 @@ def test_time_filters_take_iso_dates_and_unix_ms(given: int | str | None, ms: in
 def test_a_time_filter_that_is_no_time_is_a_tool_error() -> None:
     with pytest.raises(ToolFailure, match=r"invalid_request: until: 'soon'"):
         time_filter("until", "soon")
+
+
+@pytest.mark.parametrize("given", ["9" * 5000, "-" + "1" * 4400, "0" * 4301])
+def test_a_time_filter_with_more_digits_than_python_reads_is_a_tool_error(given: str) -> None:
+    """int() refuses a string of over 4,300 digits with a ValueError, which escaped the tool as
+    an unexpected error: the model read "Error executing tool recall" with no reason, and the
+    server's log a traceback."""
+    with pytest.raises(ToolFailure, match=r"invalid_request: since: "):
+        time_filter("since", given)
 
 
 def test_outcomes_follow_the_save_counts() -> None:

@@ -214,6 +214,16 @@ def test_remember_with_a_speaker_an_id_and_a_conversation(pool: Served, transpor
                 **agent,
             )
             assert kept["message_id"] == f"m-{transport}" and not kept["message_id_chosen"]
+            again = await call(
+                client,
+                "remember",
+                text=text,
+                speaker="Alex",
+                message_id=f"m-{transport}",
+                conversation_id=f"c-{transport}",
+                **agent,
+            )
+            assert again["outcome"] == "duplicate", again  # the same message_id, as on /save
             flush(pool, "mythos")
             found = await call(client, "recall", query=f"{transport} orchard quinces mill", **agent)
             hit = next(h for h in found["hits"] if text in h["text"])
@@ -222,6 +232,72 @@ def test_remember_with_a_speaker_an_id_and_a_conversation(pool: Served, transpor
                 client, "forget", source="mcp", conversation_id=f"c-{transport}", **agent
             )
             assert forgotten["deleted_points"] >= 1
+
+    asyncio.run(scenario())
+
+
+def seed_discord(pool: Served, tag: str) -> dict[str, dict[str, Any]]:
+    """Three Discord messages, each in its own channel (its own chunk), by its own user, on
+    2025-03-10, 2025-06-10 and 2025-09-10, written to chunks; by name a, b, c."""
+    days = {"a": "2025-03-10", "b": "2025-06-10", "c": "2025-09-10"}
+    messages = {
+        name: {
+            "message_id": f"{tag}-{name}",
+            "text": f"the {tag} ferry to Vardø leaves the harbour at dawn, trip {name}",
+            "ts": int(datetime.fromisoformat(f"{day}T12:00:00+00:00").timestamp() * 1000),
+            "discord_user_id": f"u-{tag}-{name}",
+            "speaker_name": "Alex",
+            "channel_id": f"ch-{tag}-{name}",
+        }
+        for name, day in days.items()
+    }
+    answer = pool.http.post(
+        "/save",
+        json={"bot": "mythos", "messages": list(messages.values())},
+        headers={"Authorization": f"Bearer {OPS_KEY}"},
+    )
+    assert answer.status_code == 202 and answer.json()["accepted"] == 3, answer.text
+    flush(pool, "mythos")
+    return messages
+
+
+async def recalled_ids(client: Client, tag: str, **filters: Any) -> set[str]:
+    found = await call(client, "recall", query=f"{tag} ferry to Vardø harbour dawn", **filters)
+    return {mid for hit in found["hits"] for mid in hit["message_ids"] if mid.startswith(tag)}
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_recall_filters_and_every_forget_scope(pool: Served, transport: str) -> None:
+    """recall's exclude_message_ids, source, channel_id, since and until narrow as /retrieve's
+    do; forget takes each scope /agents/{bot}/delete takes (user_id, source with channel_id,
+    source alone; message_id and source with conversation_id are above)."""
+    tag = f"filters-{transport}"
+    seeded = seed_discord(pool, tag)
+    a, b, c = (seeded[name]["message_id"] for name in "abc")
+
+    async def scenario() -> None:
+        async with connected(pool, transport, MYTHOS_KEY) as client:
+            assert await recalled_ids(client, tag) == {a, b, c}
+            found = await call(client, "recall", query=f"{tag} ferry to Vardø", source="discord")
+            hit = next(h for h in found["hits"] if a in h["message_ids"])
+            assert hit["date"] == "2025-03-10" and hit["speakers"] == ["Alex"]
+            assert hit["channel_id"] == f"ch-{tag}-a" and hit["source"] == "discord"
+            assert await recalled_ids(client, tag, exclude_message_ids=[a]) == {b, c}
+            assert await recalled_ids(client, tag, source="mcp") == set()
+            assert await recalled_ids(client, tag, channel_id=f"ch-{tag}-b") == {b}
+            assert await recalled_ids(client, tag, until="2025-04-01") == {a}
+            assert await recalled_ids(client, tag, since="2025-05-01", until="2025-07-01") == {b}
+            since_ms = int(datetime(2025, 8, 1, tzinfo=UTC).timestamp() * 1000)
+            assert await recalled_ids(client, tag, since=since_ms) == {c}
+
+            gone = await call(client, "forget", user_id=f"u-{tag}-a")
+            assert gone["deleted_points"] == 1, gone
+            gone = await call(client, "forget", source="discord", channel_id=f"ch-{tag}-b")
+            assert gone["deleted_points"] == 1, gone
+            assert await recalled_ids(client, tag) == {c}
+            gone = await call(client, "forget", source="discord")
+            assert gone["deleted_points"] >= 1, gone
+            assert await recalled_ids(client, tag) == set()
 
     asyncio.run(scenario())
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -87,6 +89,8 @@ def test_extreme_recall_arguments_are_tool_errors(pool: Served) -> None:
             # superscript two passes str.isdigit but is no number
             assert "since" in await refused(client, "recall", query="bees", since="\u00b2")
             assert "until" in await refused(client, "recall", query="bees", until="-")
+            # more digits than int() reads (4,300): was a reasonless error and a traceback
+            assert "since" in await refused(client, "recall", query="bees", since="9" * 5000)
             assert await refused(client, "recall", query="bees", limit="many")
             assert await refused(client, "recall", query=["a", "b"])
             assert await refused(client, "recall", query="bees", exclude_message_ids="a")
@@ -182,40 +186,71 @@ def test_recall_since_after_until_is_refused(pool: Served) -> None:
     assert answer.status_code == 422, answer.text
 
 
-class _NotMemoryPool(BaseHTTPRequestHandler):
-    """A service that is not memory-pool: 200 and an HTML page for everything."""
+def _not_memory_pool(content_type: str, body: bytes) -> type[BaseHTTPRequestHandler]:
+    """A service that is not memory-pool: 200 and the same body for everything."""
 
-    def _page(self) -> None:
-        body = b"<html><body>SillyTavern</body></html>"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+    class NotMemoryPool(BaseHTTPRequestHandler):
+        def _page(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
-    do_GET = do_POST = _page
+        do_GET = do_POST = _page
 
-    def log_message(self, *args: Any) -> None:
-        pass
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    return NotMemoryPool
+
+
+@contextmanager
+def serving_not_memory_pool(content_type: str, body: bytes) -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _not_memory_pool(content_type, body))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_stdio_pointed_at_something_else_answers_a_tool_error(pool: Served) -> None:
     """`memory-pool mcp --url` at the wrong port (a web UI answering 200 with HTML): the JSON
     decode error escaped OverHttp, so the model read "Error executing tool recall" with no
     reason and the host's log a traceback. It must say memory-pool did not answer as one."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotMemoryPool)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
 
-    async def scenario() -> None:
+    async def scenario(url: str) -> None:
         async with connected(pool, "stdio", None, agent="mythos", url=url) as client:
             text = await refused(client, "recall", query="bees")
             assert url in text, text
             text = await refused(client, "remember", text="a note for a service that is not one")
             assert url in text, text
 
-    try:
-        asyncio.run(scenario())
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_not_memory_pool("text/html", b"<html><body>SillyTavern</body></html>") as url:
+        asyncio.run(scenario(url))
+
+
+@pytest.mark.parametrize("body", [b"[]", b"{}", b'{"status": "ok"}'])
+def test_stdio_pointed_at_another_json_service_answers_tool_errors(
+    pool: Served, body: bytes
+) -> None:
+    """The wrong port, where some other API answers 200 with JSON: `remember` answered
+    "outcome": "duplicate" (its fallback when /save's counts are missing), telling the model
+    the note was kept when nothing was; the other tools failed without a reason. Each must be
+    a tool error saying what answered at the URL."""
+
+    async def scenario(url: str) -> None:
+        async with connected(pool, "stdio", None, agent="mythos", url=url) as client:
+            for tool, args in (
+                ("recall", {"query": "bees"}),
+                ("remember", {"text": "a note for a service that is not memory-pool"}),
+                ("forget", {"source": "mcp"}),
+                ("list_agents", {}),
+            ):
+                text = await refused(client, tool, **args)
+                assert f"{url} did not answer as memory-pool does" in text, (tool, text)
+
+    with serving_not_memory_pool("application/json", body) as url:
+        asyncio.run(scenario(url))

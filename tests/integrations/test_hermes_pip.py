@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import subprocess
 import sys
+import tarfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,6 +94,40 @@ def test_the_wheel_is_the_provider_with_memory_pools_client(wheel: Path) -> None
     assert f"memory-pool-hermes = {PACKAGE}.install:main" in entry_points
     version = yaml.safe_load((SOURCE / "plugin.yaml").read_text())["version"]
     assert info == f"memory_pool_hermes-{version}.dist-info"
+
+
+@pytest.fixture(scope="module")
+def hatchling(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The build backend, for its build_sdist hook (pip builds no sdist)."""
+    target = tmp_path_factory.mktemp("hatchling")
+    pip("install", "--no-compile", "--target", str(target), "hatchling>=1.19")
+    return target
+
+
+def test_a_wheel_built_from_the_sdist_carries_memory_pools_client(
+    hatchling: Path, tmp_path: Path
+) -> None:
+    """`python -m build` (and so any published release) builds the wheel from the sdist: the
+    sdist held memory_pool_client.py as the symbolic link to ../../client/http_client.py, which
+    dangles once unpacked, so that wheel had no client and its package could not import."""
+    code = f"from hatchling.build import build_sdist; build_sdist({str(tmp_path)!r})"
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(hatchling)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=SOURCE, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    [sdist] = tmp_path.glob("memory_pool_hermes-*.tar.gz")
+    client = (ROOT / "client" / "http_client.py").read_bytes()
+    with tarfile.open(sdist) as archive:
+        [member] = [m for m in archive.getmembers() if m.name.endswith("/memory_pool_client.py")]
+        assert member.isfile(), member.linkname
+        assert archive.extractfile(member).read() == client  # type: ignore[union-attr]
+    pip("wheel", "--no-deps", "--wheel-dir", str(tmp_path / "wheel"), str(sdist))
+    [built] = (tmp_path / "wheel").glob("memory_pool_hermes-*.whl")
+    with zipfile.ZipFile(built) as archive:
+        package = {n.split("/", 1)[1] for n in archive.namelist() if n.startswith(f"{PACKAGE}/")}
+        assert package == PACKAGE_FILES
+        assert archive.read(f"{PACKAGE}/memory_pool_client.py") == client
 
 
 def test_hermes_loads_the_pip_installed_provider(site: Path, pip_home: Path) -> None:
