@@ -154,6 +154,13 @@ def test_readme_tells_sillytavern_users_what_to_set() -> None:
         "http://127.0.0.1:3102/qdrant",
         "http://127.0.0.1:3102/v1/embeddings",
         "Local/custom endpoint",
+        # st-qdrant-memory's own labels (index.js 3.1.3), and what makes its collections agents'
+        "Qdrant API Key",
+        "Base Collection Name",
+        "Embedding URL",
+        "Embedding API Key",
+        "Use Per-Character Collections",
+        "collection: mem_",
         "Delete All Memories",
         "api-key",
         "QDRANT_URL",
