@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -14,6 +15,22 @@ LOCAL_DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 def _env(name: str) -> AliasChoices:
     return AliasChoices(name)
+
+
+# The ports a browser leaves out of an `Origin` header (the URL standard's default ports).
+_DEFAULT_PORTS = {"http": "80", "https": "443"}
+
+
+def browser_origin(written: str) -> str:
+    """An allowed origin as a browser sends it in `Origin`: lower case, no path, query or
+    trailing slash, and no port when it is the scheme's default (`https://st.example:443` is
+    sent as `https://st.example`). Anything without a scheme is returned for the check."""
+    scheme, sep, rest = written.strip().lower().partition("://")
+    host = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    default = _DEFAULT_PORTS.get(scheme)
+    if sep and default is not None:
+        host = host.removesuffix(":" + default)
+    return f"{scheme}{sep}{host}"
 
 
 class Settings(BaseSettings):
@@ -188,16 +205,15 @@ class Settings(BaseSettings):
 
     @property
     def cors_origin_names(self) -> frozenset[str]:
-        """The allowed origins as browsers send them: lower case, no trailing slash."""
-        return frozenset(
-            o.strip().rstrip("/").lower() for o in self.cors_origins.split(",") if o.strip()
-        )
+        """The allowed origins as browsers send them (browser_origin)."""
+        return frozenset(browser_origin(o) for o in self.cors_origins.split(",") if o.strip())
 
     @model_validator(mode="after")
     def _cors_origins_are_origins(self) -> Settings:
         # A wildcard would let any web page use the embeddings and the memories of a keyless pool.
         for origin in self.cors_origin_names:
-            if not origin.startswith(("http://", "https://")) or "*" in origin:
+            scheme, _, host = origin.partition("://")
+            if scheme not in _DEFAULT_PORTS or not host or "*" in origin:
                 raise ValueError(
                     f"MEMORY_POOL_CORS_ORIGINS: {origin!r} is not an origin; list each one as "
                     "scheme://host:port, such as http://127.0.0.1:8000 (no wildcards)"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import openai
 
+from shared.embedding.turns import ModelTurns
 from shared.errors import InputRejected, UpstreamUnavailable
 from shared.settings import LOCAL_DEFAULT_MODEL, OPENAI_DEFAULT_MODEL, Settings
 
@@ -71,6 +72,15 @@ def make_embedder(settings: Settings) -> Embedder:
     if settings.embedding_provider == "openai":
         return OpenAIEmbedder(settings)
     return LocalEmbedder(settings)
+
+
+def embed_after_others(embedder: Embedder, texts: Sequence[str]) -> list[Embedded]:
+    """`embedder.embed` for a caller that can wait (POST /v1/embeddings): the local model
+    serves every other caller waiting for it first (shared/embedding/turns.py); a provider
+    over HTTP has no such queue here."""
+    if isinstance(embedder, LocalEmbedder):
+        return embedder.embed(texts, after_others=True)
+    return embedder.embed(texts)
 
 
 # --------------------------------------------------------------------------- pure rules
@@ -332,9 +342,9 @@ class LocalEmbedder:
         # Not EMBEDDING_BATCH_SIZE, which sizes HTTP requests: an ONNX batch of 256 chunks took a
         # worker from 170 MiB to over 1.3 GiB (bench/memory.py), and 32 keeps both cores busy.
         self._batch_size = LOCAL_BATCH_SIZE
-        # One lock for load and embed: loading is not thread-safe, and ONNX already uses every
-        # core for one batch, so serialising embeds costs little.
-        self._lock = threading.Lock()
+        # One turn at a time for load and embed: loading is not thread-safe, and ONNX already
+        # uses every core for one batch, so serialising embeds costs little.
+        self._turns = ModelTurns()
         self._engine: TextEmbedding | None = None
         self._dims: int | None = None
 
@@ -343,12 +353,12 @@ class LocalEmbedder:
             self._dims = len(self._embed_all([PROBE_TEXT])[0])
         return self._dims
 
-    def embed(self, texts: Sequence[str]) -> list[Embedded]:
-        return list(self._embed_all(texts))
+    def embed(self, texts: Sequence[str], *, after_others: bool = False) -> list[Embedded]:
+        return list(self._embed_all(texts, after_others=after_others))
 
     def ping(self) -> bool:
         try:
-            with self._lock:
+            with self._turns.turn():
                 self._load()
         except UpstreamUnavailable as exc:
             log.info("local embedding model unavailable: %s", exc)
@@ -356,19 +366,19 @@ class LocalEmbedder:
         return True
 
     def close(self) -> None:
-        with self._lock:
+        with self._turns.turn():
             self._engine = None
 
-    def _embed_all(self, texts: Sequence[str]) -> list[Vector]:
+    def _embed_all(self, texts: Sequence[str], *, after_others: bool = False) -> list[Vector]:
         if not texts:
             return []
-        with self._lock:
+        with self._turns.turn(after_others=after_others):
             engine = self._load()
             arrays = list(engine.embed(list(texts), batch_size=self._batch_size))
         return [array.tolist() for array in arrays]  # plain floats, not numpy scalars
 
     def _load(self) -> TextEmbedding:
-        """The loaded model; call with the lock held."""
+        """The loaded model; call during a turn."""
         if self._engine is not None:
             return self._engine
         try:

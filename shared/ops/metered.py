@@ -81,10 +81,11 @@ def instrument_embedder(embedder: Embedder) -> Embedder:
             _embedding_failed(exc)
             raise
 
-    def embed(texts: Sequence[str]) -> list[Embedded]:
+    def embed(texts: Sequence[str], **options: Any) -> list[Embedded]:
+        # options: the local model's `after_others` (shared/embedding/embedder.py)
         started = time.perf_counter()
         try:
-            result = inner(texts)
+            result = inner(texts, **options)
         except UpstreamUnavailable as exc:
             _embedding_failed(exc)
             raise

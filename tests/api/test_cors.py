@@ -110,6 +110,15 @@ def test_the_origins_are_a_setting(make_app: MakeApp) -> None:
         assert cors_headers(c.options("/v1/embeddings", headers=preflight(SILLYTAVERN))) == {}
 
 
+def test_an_origin_written_with_its_default_port_lets_the_page_in(make_app: MakeApp) -> None:
+    """SillyTavern behind HTTPS on 443: the setting may name the port, the browser's Origin
+    never does."""
+    with client_for(make_app(MEMORY_POOL_CORS_ORIGINS="https://st.example.com:443")) as client:
+        response = client.options("/v1/embeddings", headers=preflight("https://st.example.com"))
+    assert response.status_code == 204
+    assert response.headers["access-control-allow-origin"] == "https://st.example.com"
+
+
 def test_a_page_of_the_lan_may_reach_loopback_when_allowed(make_app: MakeApp) -> None:
     """Chrome's Private Network Access asks before a LAN page calls a loopback server."""
     lan = "http://192.168.1.20:8000"

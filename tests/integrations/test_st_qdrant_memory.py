@@ -1,9 +1,10 @@
 """st-qdrant-memory's own index.js (3.1.3, pinned: tests/support/st_extension.py) run in node
-against a running `memory-pool serve`, its Qdrant URL `http://127.0.0.1:<port>/qdrant` and its
-key in `api-key`: it creates its collection, indexes chats, saves live chunks, dedupes and
-recalls exactly as it does against a Qdrant server (the Qdrant test server, same scenario, same
-calls and statuses). On the pool, /retrieve recalls what it wrote (BM25 terms too), it recalls
-a chunk the Discord plugin saved, and its "Delete All Memories" keeps that chunk.
+against a running `memory-pool serve` on each store (Qdrant Edge, and a Qdrant server through
+QDRANT_URL), its Qdrant URL `http://127.0.0.1:<port>/qdrant` and its key in `api-key`: it
+creates its collection, indexes chats, saves live chunks, dedupes and recalls exactly as it
+does against a Qdrant server (the Qdrant test server, same scenario, same calls and statuses).
+On the pool, /retrieve recalls what it wrote (BM25 terms too), it recalls a chunk the Discord
+plugin saved, and its "Delete All Memories" keeps that chunk.
 
 On the pool its embedding calls go to memory-pool's own POST /v1/embeddings ("local" provider),
 as README says to set it; against Qdrant, to the embedding test server serve embeds with, so
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from tests.support.qdrant_server import QdrantTestServer
 from tests.support.serve import Served, serve_env, serving
 from tests.support.st_extension import index_js, node, run_scenario
 from tests.support.st_memory import message
+from tests.support.stores import KINDS
 
 CHARACTER, PERSONA = "Seraphina", "Alex"
 COLLECTION = "mem_seraphina"
@@ -96,15 +99,22 @@ def extension() -> Path:
     return found
 
 
-@pytest.fixture
-def pool(tmp_path: Path, embeddings: EmbeddingServer) -> Iterator[Served]:
+@pytest.fixture(params=KINDS)
+def pool(
+    request: pytest.FixtureRequest, tmp_path: Path, embeddings: EmbeddingServer
+) -> Iterator[Served]:
+    """`memory-pool serve` on each store: Qdrant Edge (its default), and a Qdrant server
+    (QDRANT_URL, the Qdrant REST test server)."""
     key = {"name": "sillytavern", "key": KEY, "agents": ["seraphina"]}
     agents = {"agents": [{"name": "seraphina", "self_speaker": CHARACTER}], "api_keys": [key]}
     config = tmp_path / "agents.yaml"
     config.write_text(yaml.safe_dump(agents))
     env = serve_env(embeddings) | {"MEMORY_POOL_CONFIG": str(config)}
-    with serving(tmp_path / "data", env, tmp_path / "serve.log") as served:
-        yield served
+    with ExitStack() as stack:
+        if request.param == "server":
+            server = stack.enter_context(QdrantTestServer(tmp_path / "pool-qdrant"))
+            env["QDRANT_URL"] = server.url
+        yield stack.enter_context(serving(tmp_path / "data", env, tmp_path / "serve.log"))
 
 
 FIRST = ["connection", "index", "index", "live", "recall", "info"]

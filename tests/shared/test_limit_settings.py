@@ -97,11 +97,38 @@ def test_cors_origins_read_as_browsers_send_them(monkeypatch: pytest.MonkeyPatch
 
 @pytest.mark.usefixtures("no_page_settings")
 @pytest.mark.parametrize(
+    ("written", "sent"),
+    [
+        # a browser's Origin never names the scheme's default port (the URL standard)
+        ("https://st.example.com:443", "https://st.example.com"),
+        ("http://192.168.1.20:80/", "http://192.168.1.20"),
+        ("http://[::1]:80", "http://[::1]"),
+        ("https://st.example.com:8443", "https://st.example.com:8443"),
+        ("http://st.example.com:443", "http://st.example.com:443"),  # not http's default
+        ("http://host:8080", "http://host:8080"),
+        # nor a path: SillyTavern's address pasted as the browser shows it
+        ("http://127.0.0.1:8000/index.html", "http://127.0.0.1:8000"),
+        ("https://st.example.com/sillytavern/?x=1#top", "https://st.example.com"),
+    ],
+)
+def test_cors_origins_are_the_origins_browsers_send(
+    monkeypatch: pytest.MonkeyPatch, written: str, sent: str
+) -> None:
+    """Written as README says (scheme://host:port) or as the address bar shows SillyTavern,
+    an origin is kept as the `Origin` header a browser sends for that page."""
+    monkeypatch.setenv("MEMORY_POOL_CORS_ORIGINS", written)
+    assert Settings().cors_origin_names == {sent}
+
+
+@pytest.mark.usefixtures("no_page_settings")
+@pytest.mark.parametrize(
     ("name", "value"),
     [
         ("MEMORY_POOL_CORS_ORIGINS", "*"),
         ("MEMORY_POOL_CORS_ORIGINS", "http://*.example"),
         ("MEMORY_POOL_CORS_ORIGINS", "127.0.0.1:8000"),  # no scheme: never an Origin header
+        ("MEMORY_POOL_CORS_ORIGINS", "http:///sillytavern"),  # no host
+        ("MEMORY_POOL_CORS_ORIGINS", "ftp://127.0.0.1:8000"),
         ("MEMORY_POOL_EMBEDDINGS_CONCURRENCY", "0"),
         ("MEMORY_POOL_EMBEDDINGS_ANY_MODEL", "maybe"),
     ],
@@ -127,6 +154,13 @@ def test_readme_tells_sillytavern_users_what_to_set() -> None:
         "http://127.0.0.1:3102/qdrant",
         "http://127.0.0.1:3102/v1/embeddings",
         "Local/custom endpoint",
+        # st-qdrant-memory's own labels (index.js 3.1.3), and what makes its collections agents'
+        "Qdrant API Key",
+        "Base Collection Name",
+        "Embedding URL",
+        "Embedding API Key",
+        "Use Per-Character Collections",
+        "collection: mem_",
         "Delete All Memories",
         "api-key",
         "QDRANT_URL",

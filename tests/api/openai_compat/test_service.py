@@ -12,11 +12,13 @@ from api.openai_compat.errors import OpenAIError
 from api.openai_compat.request import Wanted
 from api.openai_compat.service import (
     LOCAL_SLICE,
+    LOCAL_SLICE_CHARS,
     EmbeddingSlots,
     answer,
     encoded,
     estimate_tokens,
     slice_size,
+    slices,
 )
 from shared.settings import Settings
 
@@ -48,10 +50,37 @@ def test_a_waiting_request_gets_the_slot_given_back() -> None:
     asyncio.run(scenario())
 
 
-@pytest.mark.parametrize(("provider", "expected"), [("local", LOCAL_SLICE), ("openai", 100)])
-def test_the_local_model_embeds_a_few_texts_at_a_time(provider: str, expected: int) -> None:
+@pytest.mark.parametrize(
+    ("provider", "expected"),
+    [("local", (LOCAL_SLICE, LOCAL_SLICE_CHARS)), ("openai", (100, None))],
+)
+def test_the_local_model_embeds_a_few_texts_at_a_time(
+    provider: str, expected: tuple[int, int | None]
+) -> None:
     settings = Settings(EMBEDDING_PROVIDER=provider, MEMORY_POOL_EMBEDDING_BATCH_SIZE=100)
     assert slice_size(settings) == expected
+
+
+@pytest.mark.parametrize(
+    ("sizes", "most", "chars", "cut"),
+    [
+        ([], 4, 10, []),
+        ([3, 3, 3, 3, 3], 2, None, [[3, 3], [3, 3], [3]]),
+        ([3, 3, 3, 3, 3], 16, 10, [[3, 3, 3], [3, 3]]),  # 9 characters, then 6
+        ([30, 2, 2, 30], 16, 10, [[30], [2, 2], [30]]),  # a long text alone
+        ([10, 1], 16, 10, [[10], [1]]),
+    ],
+)
+def test_slices_bound_texts_and_characters(
+    sizes: list[int], most: int, chars: int | None, cut: list[list[int]]
+) -> None:
+    texts = [str(n) * size for n, size in enumerate(sizes)]
+    found = list(slices(texts, most, chars))
+    assert [[len(text) for text in run] for _, run in found] == cut
+    assert [start for start, _ in found] == [
+        sum(len(run) for run in cut[:i]) for i in range(len(cut))
+    ]
+    assert [text for _, run in found for text in run] == texts
 
 
 def test_base64_is_little_endian_float32() -> None:
