@@ -21,8 +21,7 @@ from typing import Any
 import redis
 
 from bench.machine import describe
-from bench.retrieve_backfill import fill_without_terms
-from bench.retrieve_serve import COLLECTION
+from bench.retrieve_serve import COLLECTION, fill_edge
 from bench.stack import Stack
 from bench.stats import median, ratio, table
 from shared.embedding.bm25 import encoding_of
@@ -79,7 +78,7 @@ def main() -> None:
                             OPENAI_API_KEY="bench", EMBEDDING_MODEL="text-embedding-3-small",
                             EMBEDDING_DIMENSIONS=args.dims)  # fmt: skip
         source, export = Path(tmp) / "source", Path(tmp) / "pool.jsonl"
-        fill_without_terms(source, args.size, args.dims)
+        fill_edge(source, args.size, args.dims, terms=False)
         export_file(source, marks, export)
         runs: dict[str, list[tuple[float, int]]] = {"terms left to the backfill": [],
                                                     "with terms": []}  # fmt: skip
