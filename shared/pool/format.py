@@ -10,11 +10,13 @@ as the float32 value (Python's repr of it): the same bytes from the server and l
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from shared.format.ids import replace_surrogates
 from shared.store.interface import StoredPoint
 from shared.store.memory_query import normal_point_id
 
@@ -23,6 +25,11 @@ VERSION = 1
 # Bounds the search for a cosine vector's fixed point (or short cycle). A vector Qdrant Edge
 # normalized was seen 17 steps from its fixed point, so 16 stopped on a vector that moves again.
 _MAX_NORMALIZE_STEPS = 256
+# Qdrant's sparse indices are u32; BM25 term hashes (abs of mmh3's int32) are far below
+MAX_SPARSE_INDEX = 2**32 - 1
+# A lone surrogate is a JSON escape (\ud800); a raw one comes from a file read with
+# surrogateescape. Lines without either skip the walk over their payload.
+_SURROGATE_HINT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
 
 
 class BadExport(ValueError):
@@ -166,6 +173,8 @@ def _load(line: str, line_no: int) -> dict[str, Any]:
         obj = json.loads(line)
     except ValueError as exc:
         raise BadExport(f"line {line_no}: not JSON ({exc})") from exc
+    except RecursionError as exc:
+        raise BadExport(f"line {line_no}: nested deeper than a JSON reader goes") from exc
     if not isinstance(obj, dict):
         raise BadExport(f"line {line_no}: not a JSON object")
     return obj
@@ -204,7 +213,7 @@ def read_record(line: str, line_no: int) -> Record:
     obj = _load(line, line_no)
     kind = obj.get("kind")
     if kind == "point":
-        return _point(obj, line_no)
+        return _point(obj, line, line_no)
     if kind == "tombstone":
         return Tombstone(
             _field(obj, "source", str, line_no), _field(obj, "message_id", str, line_no)
@@ -226,25 +235,55 @@ def read_record(line: str, line_no: int) -> Record:
 
 
 def _numbers(values: Any, line_no: int, name: str) -> list[float]:
+    """Finite numbers: JSON's NaN and Infinity (which Python reads), and a number beyond
+    float64, are no vector a store can hold (a NaN weight was stored by Qdrant Edge)."""
+    problem = BadExport(f"line {line_no}: {name!r} must be a list of finite numbers")
     if not isinstance(values, list) or not all(
         isinstance(x, int | float) and not isinstance(x, bool) for x in values
     ):
-        raise BadExport(f"line {line_no}: {name!r} must be a list of numbers")
-    return [float(x) for x in values]
+        raise problem
+    try:
+        floats = [float(x) for x in values]
+    except OverflowError:
+        raise problem from None
+    if not np.isfinite(np.asarray(floats, dtype=np.float64)).all():
+        raise problem
+    return floats
 
 
-def _point(obj: dict[str, Any], line_no: int) -> StoredPoint:
+def _sparse(sparse: Any, line_no: int) -> tuple[list[int], list[float]]:
+    if not isinstance(sparse, dict):
+        raise BadExport(f"line {line_no}: 'sparse' must be an object")
+    indices = _numbers(sparse.get("indices"), line_no, "sparse.indices")
+    values = _numbers(sparse.get("values"), line_no, "sparse.values")
+    whole = all(i.is_integer() and 0 <= i <= MAX_SPARSE_INDEX for i in indices)
+    if len(indices) != len(values) or not whole or len(set(indices)) != len(indices):
+        raise BadExport(
+            f"line {line_no}: 'sparse' needs as many values as indices, each index whole, "
+            f"from 0 to {MAX_SPARSE_INDEX}, and none twice"
+        )
+    return [int(i) for i in indices], values
+
+
+def _without_surrogates(value: Any) -> Any:
+    """Lone surrogates in a payload's strings and keys as U+FFFD, as /save stores them: no
+    store can hold them (they have no UTF-8), and a file from another tool may carry them."""
+    if isinstance(value, str):
+        return replace_surrogates(value)
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {replace_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def _point(obj: dict[str, Any], line: str, line_no: int) -> StoredPoint:
     vector = obj.get("vector")
     sparse = obj.get("sparse")
-    pair = None
-    if sparse is not None:
-        if not isinstance(sparse, dict):
-            raise BadExport(f"line {line_no}: 'sparse' must be an object")
-        indices = _numbers(sparse.get("indices"), line_no, "sparse.indices")
-        values = _numbers(sparse.get("values"), line_no, "sparse.values")
-        if len(indices) != len(values) or not all(i.is_integer() and i >= 0 for i in indices):
-            raise BadExport(f"line {line_no}: 'sparse' needs as many whole indices as values")
-        pair = ([int(i) for i in indices], values)
+    pair = None if sparse is None else _sparse(sparse, line_no)
+    payload = _field(obj, "payload", dict, line_no)
+    if _SURROGATE_HINT.search(line):
+        payload = _without_surrogates(payload)
     point_id = normal_point_id(_field(obj, "id", str, line_no))
     if point_id is None:
         # Qdrant's two kinds of ids: /qdrant writes unsigned integers as well as UUIDs
@@ -253,7 +292,7 @@ def _point(obj: dict[str, Any], line_no: int) -> StoredPoint:
         )
     return StoredPoint(
         id=point_id,
-        payload=_field(obj, "payload", dict, line_no),
+        payload=payload,
         vector=None if vector is None else _numbers(vector, line_no, "vector"),
         sparse=pair,
     )
