@@ -27,7 +27,7 @@ _PHRASE = re.compile(
       | (?:in|on|during|of)\ (?:{_MONTHS})(?:\ {_DAY_OF_MONTH})?(?:,?\ {_YEAR})?
       | (?:{_MONTHS_BUT_MAY}|(?-i:May))\ (?:{_DAY_OF_MONTH}(?:,?\ {_YEAR})?|{_YEAR})
       | on\ (?:{_WEEKDAYS})
-      | (?:in|during)\ {_YEAR}
+      | (?:in|during)\ {_YEAR}(?!-\d\d-\d\d\b)  # "in 2026-05-03" is that day, below
       | {_YEAR}-\d\d-\d\d
     )\b""",
     re.IGNORECASE | re.VERBOSE | re.ASCII,

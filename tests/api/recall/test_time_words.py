@@ -38,6 +38,9 @@ def _day(year: int, month: int, day: int) -> int:
         ("movies last night", (2026, 12, 3), (2026, 12, 3), "movies"),
         ("the hike in 2025", (2025, 1, 1), (2025, 12, 31), "the hike"),
         ("notes from 2026-05-03", (2026, 5, 3), (2026, 5, 3), "notes from"),
+        # a whole date after "in" is that day, not its year; a year-month stays the year
+        ("what happened in 2026-05-03?", (2026, 5, 3), (2026, 5, 3), "what happened in ?"),
+        ("during 2025-12", (2025, 1, 1), (2025, 12, 31), "-12"),
         # two phrases: from the earliest day to the latest
         ("between yesterday and last Tuesday", (2026, 12, 1), (2026, 12, 3), "between and"),
     ],
