@@ -103,3 +103,12 @@ def test_ten_thousand_unknown_excluded_ids_change_nothing(stack: Stack) -> None:
     unknown = [f"never-{i}" for i in range(10_000)]
     plain = hits(stack, bot="lake", query_text=QUESTION)
     assert hits(stack, bot="lake", query_text=QUESTION, exclude_message_ids=unknown) == plain
+
+
+def test_a_name_only_bm25_finds_is_still_found_beside_time_words(stack: Stack) -> None:
+    """The time words leave the BM25 terms, the name stays: inside the window (the day before
+    `now`) and outside it (years later), the chunk only the lexical leg finds comes back."""
+    for now in (BASE_TS + DAY, BASE_TS + 900 * DAY):
+        for words in ("yesterday", "last weekend", "in May", "2 days ago"):
+            found = hits(stack, bot="lake", query_text=f"what did {NAME} do {words}", now=now)
+            assert any(NAME in h["payload"]["text"] for h in found), (words, now)
