@@ -10,6 +10,7 @@ as the float32 value (Python's repr of it): the same bytes from the server and l
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,10 @@ VERSION = 1
 _MAX_NORMALIZE_STEPS = 256
 # Qdrant's sparse indices are u32; BM25 term hashes (abs of mmh3's int32) are far below
 MAX_SPARSE_INDEX = 2**32 - 1
+# A Qdrant server reads JSON 128 levels deep at most (serde_json), its request's own levels
+# included; Qdrant Edge takes more. A chunk's payload nests 2 deep (messageIdList).
+MAX_PAYLOAD_DEPTH = 64
+_MAX_FLOAT = int(np.finfo(np.float64).max)
 # A lone surrogate is a JSON escape (\ud800); a raw one comes from a file read with
 # surrogateescape. Lines without either skip the walk over their payload.
 _SURROGATE_HINT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
@@ -265,25 +270,43 @@ def _sparse(sparse: Any, line_no: int) -> tuple[list[int], list[float]]:
     return [int(i) for i in indices], values
 
 
-def _without_surrogates(value: Any) -> Any:
-    """Lone surrogates in a payload's strings and keys as U+FFFD, as /save stores them: no
-    store can hold them (they have no UTF-8), and a file from another tool may carry them."""
-    if isinstance(value, str):
-        return replace_surrogates(value)
-    if isinstance(value, list):
-        return [_without_surrogates(v) for v in value]
-    if isinstance(value, dict):
-        return {replace_surrogates(k): _without_surrogates(v) for k, v in value.items()}
-    return value
+def _payload(obj: dict[str, Any], line: str, line_no: int) -> dict[str, Any]:
+    """The point's payload as every store holds it, or BadExport naming what none does."""
+    payload = _field(obj, "payload", dict, line_no)
+    problem = _payload_problem(payload)
+    if problem:
+        raise BadExport(f"line {line_no}: the payload {problem}")
+    if _SURROGATE_HINT.search(line):
+        # Lone surrogates (no UTF-8 carries them; a file from another tool may hold them) as
+        # U+FFFD, as /save stores them; through JSON text, keys too
+        payload = json.loads(replace_surrogates(json.dumps(payload, ensure_ascii=False)))
+    return payload
+
+
+def _payload_problem(payload: dict[str, Any]) -> str | None:
+    """What no store holds, or one store refuses and the other keeps: nesting beyond
+    MAX_PAYLOAD_DEPTH, NaN or an infinity (JSON has none; Python reads them), a whole number
+    beyond float64. None when the payload is fine. A walk without recursion: any depth."""
+    stack: list[tuple[Any, int]] = [(payload, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > MAX_PAYLOAD_DEPTH:
+                return f"nests deeper than {MAX_PAYLOAD_DEPTH} levels"
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+        elif isinstance(value, float) and not math.isfinite(value):
+            return "holds NaN or an infinite number"
+        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > _MAX_FLOAT:
+            return "holds a number beyond float64"
+    return None
 
 
 def _point(obj: dict[str, Any], line: str, line_no: int) -> StoredPoint:
     vector = obj.get("vector")
     sparse = obj.get("sparse")
     pair = None if sparse is None else _sparse(sparse, line_no)
-    payload = _field(obj, "payload", dict, line_no)
-    if _SURROGATE_HINT.search(line):
-        payload = _without_surrogates(payload)
+    payload = _payload(obj, line, line_no)
     point_id = normal_point_id(_field(obj, "id", str, line_no))
     if point_id is None:
         # Qdrant's two kinds of ids: /qdrant writes unsigned integers as well as UUIDs

@@ -183,8 +183,9 @@ def test_bad_input_is_a_400_that_changes_nothing(
     [("sparse", {"indices": [2**32], "values": [1.0]}),
      ("sparse", {"indices": [5, 5], "values": [1.0, 2.0]}),
      ("sparse", {"indices": [5], "values": [float("nan")]}),
-     ("payload", {"text": "x", "deep": [[[[[[[[[[1]]]]]]]]]]})],
-    ids=["index-beyond-u32", "repeated-index", "nan-weight", "deep-nesting"],
+     ("payload", {"text": "x", "deep": [[[[[[[[[[1]]]]]]]]]]}),
+     ("payload", {"text": "x", "n": float("nan")})],
+    ids=["index-beyond-u32", "repeated-index", "nan-weight", "deep-nesting", "nan-in-payload"],
 )  # fmt: skip
 def test_junk_in_a_whole_point_line_is_a_400_not_a_500(
     stack: Stack, member: str, value: Any

@@ -1,8 +1,9 @@
 """An export from elsewhere with junk in its point lines, on both stores: numbers no store can
-hold (a NaN, a sparse index beyond u32, a repeated one, a number of 400 digits) and nesting
-deeper than Python's parser goes are refused with the line, never a crash mid-import; lone
-surrogates in a payload (valid JSON that no UTF-8 can carry) are stored as U+FFFD, as /save
-stores them, and the point gets its BM25 terms."""
+hold (a NaN, a sparse index beyond u32, a repeated one, a number of 400 digits, in a vector or a
+payload) and nesting deeper than a store reads are refused with the line, never a crash
+mid-import or a point one store keeps and the other refuses; lone surrogates in a payload
+(valid JSON that no UTF-8 can carry) are stored as U+FFFD, as /save stores them, and the point
+gets its BM25 terms."""
 
 from __future__ import annotations
 
@@ -78,6 +79,11 @@ JUNK = {
     "NaN in the vector": {"vector": json.dumps(VECTOR[:-1])[:-1] + ", NaN]"},
     "400-digit number in the vector": {"vector": "[" + "9" * 400 + "]"},
     "nesting beyond the parser": {"payload": '{"text": "x", "deep": ' + "[" * 100_000 + "]"},
+    # a Qdrant server reads JSON 128 levels deep at most (the REST test server fails at 300,
+    # Edge takes 900): 64 at most, everywhere
+    "a payload nested 100 deep": {"payload": '{"d": ' + "[" * 100 + "1" + "]" * 100 + "}"},
+    "NaN in the payload": {"payload": '{"text": "x", "n": NaN}'},
+    "400-digit number in the payload": {"payload": '{"text": "x", "n": ' + "9" * 400 + "}"},
 }
 
 
@@ -93,7 +99,10 @@ def test_lone_surrogates_in_a_payload_are_stored_as_replacement_characters(
     store: Store, marks: RedisMarks, embeddings: EmbeddingServer
 ) -> None:
     broken = point(payload='{"text": "a whale \\ud83d in the harbour", "\\udc00key": ["\\ud800"]}')
-    assert imported(store, marks, embeddings, broken, point()) == 2
+    # a pair is one character (an emoji), kept; nesting a store reads is kept too
+    kept = point(payload='{"text": "a \\ud83d\\ude00", "d": ' + "[" * 60 + "1" + "]" * 60 + "}")
+    assert imported(store, marks, embeddings, broken, kept) == 2
     payloads = [p.payload for p in store.iter_points(TARGET)]
     assert {"text": "a whale \ufffd in the harbour", "\ufffdkey": ["\ufffd"]} in payloads
+    assert any(p["text"] == "a \U0001f600" for p in payloads)
     assert lacking_terms(store, TARGET) == 0
