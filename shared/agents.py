@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,10 +17,13 @@ from shared.embedding.bm25 import (
     DEFAULT_LEXICAL_WEIGHT,
     MAX_LEXICAL_THRESHOLD,
     MAX_LEXICAL_WEIGHT,
+    known_language,
 )
 from shared.errors import ConfigError, InvalidAgentName, UnknownAgent
 from shared.format.chunking import ChunkRules
 from shared.format.naming import COLLECTION_BASE, collection_name, sanitize_agent_name
+
+log = logging.getLogger(__name__)
 
 # Settings an agent may take from the file's `defaults` section.
 _DEFAULTABLE = (
@@ -312,9 +316,34 @@ def load_agents(path: Path | None) -> Agents:
         raise ConfigError(f"{path}: {_where(error['loc'])}: {_first_message(exc)}") from exc
     agents = [_agent(item, i, parsed.defaults, path) for i, item in enumerate(parsed.agents)]
     _refuse_shared_collections(agents, path)
+    _tell_unknown_languages(agents, parsed.defaults, path)
     return Agents(
         agents,
         accept_unlisted=parsed.accept_unlisted_agents,
         defaults=parsed.defaults,
         api_keys=parsed.api_keys,
     )
+
+
+_UNKNOWN_LANGUAGE = (
+    "%s: language %r (%s) has no stemmer and does not cut Chinese, Japanese or Korean text: "
+    "BM25 terms are its whole words, unstemmed. For CJK text use chinese, japanese, korean or "
+    "auto (README, Hybrid recall)"
+)
+
+
+def _tell_unknown_languages(agents: list[AgentConfig], defaults: AgentDefaults, path: Path) -> None:
+    """A language Snowball does not know is taken (never an error), but said at load: `ja` or
+    `zh` is a code, not a name, and would leave a CJK agent without lexical recall."""
+    own: dict[str, list[str]] = {}
+    for agent in agents:
+        if agent.language != defaults.language and not known_language(agent.language):
+            own.setdefault(agent.language, []).append(agent.name)
+    for language, names in own.items():
+        log.warning(_UNKNOWN_LANGUAGE, path, language, "agents " + ", ".join(names))
+    if not known_language(defaults.language):
+        names = [a.name for a in agents if a.language == defaults.language]
+        taking = "defaults, so every agent without its own" + (
+            f": {', '.join(names)}" if names else ""
+        )
+        log.warning(_UNKNOWN_LANGUAGE, path, defaults.language, taking)

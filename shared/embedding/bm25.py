@@ -75,8 +75,10 @@ def known_language(language: str) -> bool:
 
 
 def encoding_of(language: str) -> str:
-    """What a collection records: terms made by another encoding must be made again."""
-    cut = "+cjk-bigrams" if cuts_cjk(language) else ""
+    """What a collection records: terms made by another encoding must be made again. CJK
+    languages read the text in NFKC (cjk.py); their first encoding, "+cjk-bigrams", did not, so
+    a collection recorded with it is termed again by the backfill."""
+    cut = "+nfkc-cjk-bigrams" if cuts_cjk(language) else ""
     return f"v{ENCODING_VERSION}:{_stemmer(language)}{cut}"
 
 

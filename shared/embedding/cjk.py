@@ -5,16 +5,23 @@ fastembed's tokenizer splits on spaces and punctuation only, so a CJK sentence i
 same terms for the same text on every machine, and make any two-character name (雷門, 山田,
 서울) a term; a longer name is a run of its bigrams, which BM25 sums. Latin runs are left as
 they are for the Snowball stemmer.
+
+The text is read in NFKC first, so a word is the same terms however it was typed: full-width
+Latin and digits (ＮＨＫ, ２０２４, as Japanese input methods type them) as ASCII, half-width
+katakana (ﾔﾏﾀﾞ) as full-width, decomposed kana and Hangul (macOS may paste them so) composed.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
-# Han (with extension A and compatibility ideographs), hiragana, katakana (with the
-# half-width forms and the prolonged sound mark), Hangul syllables and jamo.
+# Han (the iteration and closing marks 々 〆 〇 〻, extension A, compatibility ideographs, and
+# the planes beyond the BMP: 𠮷), hiragana, katakana (with the half-width forms and the
+# prolonged sound mark), Hangul syllables and jamo.
 _CJK_RUN = re.compile(
-    "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "[\u3005-\u3007\u303b\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\U00020000-\U0003134f"
     "\u3041-\u309f\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
     "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]+"
 )
@@ -31,5 +38,6 @@ def _bigrams(run: str) -> str:
 
 
 def segmented(text: str) -> str:
-    """The text with every CJK run replaced by its bigrams, spaced apart from what is around."""
-    return _CJK_RUN.sub(lambda m: f" {_bigrams(m.group())} ", text)
+    """The text in NFKC, every CJK run replaced by its bigrams, spaced apart from what is
+    around."""
+    return _CJK_RUN.sub(lambda m: f" {_bigrams(m.group())} ", unicodedata.normalize("NFKC", text))

@@ -10,11 +10,14 @@ as the float32 value (Python's repr of it): the same bytes from the server and l
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from shared.format.ids import replace_surrogates
 from shared.store.interface import StoredPoint
 from shared.store.memory_query import normal_point_id
 
@@ -23,6 +26,15 @@ VERSION = 1
 # Bounds the search for a cosine vector's fixed point (or short cycle). A vector Qdrant Edge
 # normalized was seen 17 steps from its fixed point, so 16 stopped on a vector that moves again.
 _MAX_NORMALIZE_STEPS = 256
+# Qdrant's sparse indices are u32; BM25 term hashes (abs of mmh3's int32) are far below
+MAX_SPARSE_INDEX = 2**32 - 1
+# A Qdrant server reads JSON 128 levels deep at most (serde_json), its request's own levels
+# included; Qdrant Edge takes more. A chunk's payload nests 2 deep (messageIdList).
+MAX_PAYLOAD_DEPTH = 64
+_MAX_FLOAT = int(np.finfo(np.float64).max)
+# A lone surrogate is a JSON escape (\ud800); a raw one comes from a file read with
+# surrogateescape. Lines without either skip the walk over their payload.
+_SURROGATE_HINT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
 
 
 class BadExport(ValueError):
@@ -166,6 +178,8 @@ def _load(line: str, line_no: int) -> dict[str, Any]:
         obj = json.loads(line)
     except ValueError as exc:
         raise BadExport(f"line {line_no}: not JSON ({exc})") from exc
+    except RecursionError as exc:
+        raise BadExport(f"line {line_no}: nested deeper than a JSON reader goes") from exc
     if not isinstance(obj, dict):
         raise BadExport(f"line {line_no}: not a JSON object")
     return obj
@@ -204,7 +218,7 @@ def read_record(line: str, line_no: int) -> Record:
     obj = _load(line, line_no)
     kind = obj.get("kind")
     if kind == "point":
-        return _point(obj, line_no)
+        return _point(obj, line, line_no)
     if kind == "tombstone":
         return Tombstone(
             _field(obj, "source", str, line_no), _field(obj, "message_id", str, line_no)
@@ -226,25 +240,73 @@ def read_record(line: str, line_no: int) -> Record:
 
 
 def _numbers(values: Any, line_no: int, name: str) -> list[float]:
+    """Finite numbers: JSON's NaN and Infinity (which Python reads), and a number beyond
+    float64, are no vector a store can hold (a NaN weight was stored by Qdrant Edge)."""
+    problem = BadExport(f"line {line_no}: {name!r} must be a list of finite numbers")
     if not isinstance(values, list) or not all(
         isinstance(x, int | float) and not isinstance(x, bool) for x in values
     ):
-        raise BadExport(f"line {line_no}: {name!r} must be a list of numbers")
-    return [float(x) for x in values]
+        raise problem
+    try:
+        floats = [float(x) for x in values]
+    except OverflowError:
+        raise problem from None
+    if not np.isfinite(np.asarray(floats, dtype=np.float64)).all():
+        raise problem
+    return floats
 
 
-def _point(obj: dict[str, Any], line_no: int) -> StoredPoint:
+def _sparse(sparse: Any, line_no: int) -> tuple[list[int], list[float]]:
+    if not isinstance(sparse, dict):
+        raise BadExport(f"line {line_no}: 'sparse' must be an object")
+    indices = _numbers(sparse.get("indices"), line_no, "sparse.indices")
+    values = _numbers(sparse.get("values"), line_no, "sparse.values")
+    whole = all(i.is_integer() and 0 <= i <= MAX_SPARSE_INDEX for i in indices)
+    if len(indices) != len(values) or not whole or len(set(indices)) != len(indices):
+        raise BadExport(
+            f"line {line_no}: 'sparse' needs as many values as indices, each index whole, "
+            f"from 0 to {MAX_SPARSE_INDEX}, and none twice"
+        )
+    return [int(i) for i in indices], values
+
+
+def _payload(obj: dict[str, Any], line: str, line_no: int) -> dict[str, Any]:
+    """The point's payload as every store holds it, or BadExport naming what none does."""
+    payload = _field(obj, "payload", dict, line_no)
+    problem = _payload_problem(payload)
+    if problem:
+        raise BadExport(f"line {line_no}: the payload {problem}")
+    if _SURROGATE_HINT.search(line):
+        # Lone surrogates (no UTF-8 carries them; a file from another tool may hold them) as
+        # U+FFFD, as /save stores them; through JSON text, keys too
+        payload = json.loads(replace_surrogates(json.dumps(payload, ensure_ascii=False)))
+    return payload
+
+
+def _payload_problem(payload: dict[str, Any]) -> str | None:
+    """What no store holds, or one store refuses and the other keeps: nesting beyond
+    MAX_PAYLOAD_DEPTH, NaN or an infinity (JSON has none; Python reads them), a whole number
+    beyond float64. None when the payload is fine. A walk without recursion: any depth."""
+    stack: list[tuple[Any, int]] = [(payload, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > MAX_PAYLOAD_DEPTH:
+                return f"nests deeper than {MAX_PAYLOAD_DEPTH} levels"
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+        elif isinstance(value, float) and not math.isfinite(value):
+            return "holds NaN or an infinite number"
+        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > _MAX_FLOAT:
+            return "holds a number beyond float64"
+    return None
+
+
+def _point(obj: dict[str, Any], line: str, line_no: int) -> StoredPoint:
     vector = obj.get("vector")
     sparse = obj.get("sparse")
-    pair = None
-    if sparse is not None:
-        if not isinstance(sparse, dict):
-            raise BadExport(f"line {line_no}: 'sparse' must be an object")
-        indices = _numbers(sparse.get("indices"), line_no, "sparse.indices")
-        values = _numbers(sparse.get("values"), line_no, "sparse.values")
-        if len(indices) != len(values) or not all(i.is_integer() and i >= 0 for i in indices):
-            raise BadExport(f"line {line_no}: 'sparse' needs as many whole indices as values")
-        pair = ([int(i) for i in indices], values)
+    pair = None if sparse is None else _sparse(sparse, line_no)
+    payload = _payload(obj, line, line_no)
     point_id = normal_point_id(_field(obj, "id", str, line_no))
     if point_id is None:
         # Qdrant's two kinds of ids: /qdrant writes unsigned integers as well as UUIDs
@@ -253,7 +315,7 @@ def _point(obj: dict[str, Any], line_no: int) -> StoredPoint:
         )
     return StoredPoint(
         id=point_id,
-        payload=_field(obj, "payload", dict, line_no),
+        payload=payload,
         vector=None if vector is None else _numbers(vector, line_no, "vector"),
         sparse=pair,
     )

@@ -178,6 +178,49 @@ def test_bad_input_is_a_400_that_changes_nothing(
     assert stack.runtime.store.count("mem_mythos") == before
 
 
+@pytest.mark.parametrize(
+    ("member", "value"),
+    [("sparse", {"indices": [2**32], "values": [1.0]}),
+     ("sparse", {"indices": [5, 5], "values": [1.0, 2.0]}),
+     ("sparse", {"indices": [5], "values": [float("nan")]}),
+     ("payload", {"text": "x", "deep": [[[[[[[[[[1]]]]]]]]]]}),
+     ("payload", {"text": "x", "n": float("nan")})],
+    ids=["index-beyond-u32", "repeated-index", "nan-weight", "deep-nesting", "nan-in-payload"],
+)  # fmt: skip
+def test_junk_in_a_whole_point_line_is_a_400_not_a_500(
+    stack: Stack, member: str, value: Any
+) -> None:
+    """A point with a good vector and junk no store holds reached the store: stored as it was
+    on Qdrant Edge (the index 2**32, a repeated index, a NaN weight), a store's error mid-import
+    elsewhere (a server's 400, Edge's OverflowError at 2**40), or a 500 (a RecursionError)."""
+    save(stack, "1")
+    header, line = export(stack)[:2]
+    junk = json.dumps({**json.loads(line), member: value})
+    if member == "payload":
+        junk = junk.replace("[" * 10, "[" * 100_000).replace("]" * 10, "]" * 100_000)
+    end = '{"kind":"end","points":1,"tombstones":0,"dedupe":0}'
+    body = f"{header}\n{junk}\n{end}\n".encode()
+    response = import_as_ops(stack, body, collection="mem_junk")
+    assert error(response, 400).startswith("not a memory-pool export: line 2: ")
+    assert stack.runtime.store.count("mem_junk") == 0
+
+
+def test_lone_surrogates_in_a_payload_are_imported_as_replacement_characters(
+    stack: Stack,
+) -> None:
+    save(stack, "1")
+    header, line = export(stack)[:2]
+    point = json.loads(line)
+    broken = json.dumps({**point, "payload": {**point["payload"], "text": "cut \ud83d"}})
+    end = '{"kind":"end","points":1,"tombstones":0,"dedupe":0}'
+    response = import_as_ops(stack, f"{header}\n{broken}\n{end}\n".encode(),
+                             collection="mem_cut")  # fmt: skip
+    assert response.status_code == 200, response.text
+    [(_, payload)] = stack.runtime.store.scroll_payloads("mem_cut")
+    assert payload["text"] == "cut \ufffd"
+    assert lacking_terms(stack.runtime.store, "mem_cut") == 0
+
+
 def test_any_collection_name_a_server_takes_is_imported_into(stack: Stack) -> None:
     """`import points --collection "bad name!"` into serve was a 500: the embedded engine
     refused names that are no plain folder name, though Qdrant takes them."""

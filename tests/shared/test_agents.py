@@ -245,3 +245,22 @@ def test_a_collections_language_is_its_agents_else_the_default() -> None:
     assert agents.language_of("mem_hans") == "german"
     assert agents.language_of("mem_pierre") == "french"  # an unlisted agent's, as made
     assert agents.get("pierre").language == agents.language_of(agents.collection_of("pierre"))
+
+
+def test_a_language_that_neither_stems_nor_cuts_cjk_is_told_at_load(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`language: ja` (a code, not a name) was taken in silence: no stemming and no CJK cutting,
+    so a Japanese agent's questions matched nothing lexically, and nothing said why."""
+    path = write(tmp_path, "agents.yaml", (
+        "defaults:\n  language: zh\n"
+        "agents:\n  - name: yui\n    language: ja\n  - name: lin\n"
+        "  - name: ana\n    language: Japanese\n  - name: hans\n    language: german\n"
+    ))  # fmt: skip
+    with caplog.at_level("WARNING", logger="shared.agents"):
+        agents = load_agents(path)
+    assert agents.get("yui").language == "ja"  # still taken: never an error
+    told = [r.getMessage() for r in caplog.records if r.name == "shared.agents"]
+    assert len(told) == 2
+    assert "'ja'" in told[0] and "yui" in told[0] and "japanese" in told[0]
+    assert "'zh'" in told[1] and "defaults" in told[1] and "lin" in told[1]

@@ -3,11 +3,13 @@ question in Chinese, Japanese or Korean finding its chunk by a name the dense le
 
 from __future__ import annotations
 
+import unicodedata
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 
 from api.recall.lexical import LexicalCollections
 from api.recall.query_cache import QueryCache
@@ -17,8 +19,12 @@ from api.recall.service import recall
 from shared.agents import AgentConfig
 from shared.embedding.bm25 import document_terms, encoding_of, query_terms
 from shared.embedding.cjk import segmented
+from shared.store import bm25_terms as bm25_store
 from shared.store.interface import PointToWrite, Store
+from tests.support.redis_server import RedisServer
 from tests.support.stores import KINDS, open_store
+from workers.backfill import backfill
+from workers.collections import CollectionGuard
 
 NAME = "mem_cjk"
 DIM = 8
@@ -29,7 +35,7 @@ DIM = 8
     [("雷門", " 雷門 "), ("山田さん", " 山田 田さ さん "), ("我", " 我 "),
      ("서울에서 만나요", " 서울 울에 에서   만나 나요 "),
      ("I love 北京烤鸭!", "I love  北京 京烤 烤鸭 !"), ("plain English", "plain English"),
-     ("ｱｲｽ", " ｱｲ ｲｽ ")],
+     ("ｱｲｽ", " アイ イス "), ("佐々木", " 佐々 々木 ")],
 )  # fmt: skip
 def test_cjk_runs_are_cut_into_bigrams_and_latin_is_left_alone(text: str, cut: str) -> None:
     assert segmented(text) == cut
@@ -37,9 +43,9 @@ def test_cjk_runs_are_cut_into_bigrams_and_latin_is_left_alone(text: str, cut: s
 
 @pytest.mark.parametrize(
     ("language", "encoding"),
-    [("english", "v1:english"), ("klingon", "v1:none"), ("japanese", "v1:english+cjk-bigrams"),
-     ("Chinese", "v1:english+cjk-bigrams"), ("korean", "v1:english+cjk-bigrams"),
-     ("auto", "v1:english+cjk-bigrams")],
+    [("english", "v1:english"), ("klingon", "v1:none"),
+     ("japanese", "v1:english+nfkc-cjk-bigrams"), ("Chinese", "v1:english+nfkc-cjk-bigrams"),
+     ("korean", "v1:english+nfkc-cjk-bigrams"), ("auto", "v1:english+nfkc-cjk-bigrams")],
 )  # fmt: skip
 def test_cjk_languages_record_their_own_encoding(language: str, encoding: str) -> None:
     # a collection switched to a CJK language is termed again by the backfill
@@ -88,6 +94,8 @@ CHUNKS = [
     "Min: 오늘은 집에서 쉬고 싶어요.",
     "Sam: We met Zephyrine at the Grand Bazaar yesterday.",
     "Sam: 周末我们把 Raspberry Pi 装进了车库里的机柜。",
+    # full-width Latin, as Japanese input methods often type it
+    "Aoi: 佐々木さんとＵＳＪで遊んだ。",
 ]
 
 
@@ -116,7 +124,10 @@ def recalled(store: Store, question: str, language: str, mode: str = "hybrid") -
 @pytest.mark.parametrize(
     ("question", "chunk"),
     [("雷門で何を食べた？", 0), ("山田さんは誰？", 0), ("王小明去了哪里？", 2),
-     ("김민준이랑 어디 갔어?", 4), ("Who is Zephyrine?", 6)],
+     ("김민준이랑 어디 갔어?", 4), ("Who is Zephyrine?", 6), ("USJ", 8),
+     # Hangul as macOS may paste it: decomposed into jamo
+     (unicodedata.normalize("NFD", "김민준이랑 어디 갔어?"), 4)],
+    ids=["kaminarimon", "yamada", "wang", "kim", "zephyrine", "full-width-usj", "nfd-kim"],
 )  # fmt: skip
 def test_a_cjk_question_finds_its_chunk_by_a_name_on_both_stores(
     store: Store, question: str, chunk: int
@@ -131,3 +142,42 @@ def test_mixed_text_is_found_by_its_english_and_its_chinese_words(store: Store) 
     assert CHUNKS[7] in recalled(store, "车库里有什么？", "chinese")[:1]
     assert CHUNKS[7] in recalled(store, "raspberry pis", "chinese")[:1]
     assert CHUNKS[7] not in recalled(store, "raspberry pis", "chinese", mode="dense")
+
+
+@pytest.mark.parametrize(
+    ("chunk", "question"),
+    [("ＮＨＫで見たドラマ", "NHK"), ("NHKで見たドラマ", "ＮＨＫ"), ("２０２４年に行った", "2024"),
+     ("Ｔｏｋｙｏ　Ｔｏｗｅｒに行った", "tokyo tower"), ("ﾔﾏﾀﾞさんと会った", "ヤマダさん"),
+     ("ヤマダさんと会った", "ﾔﾏﾀﾞ"), (unicodedata.normalize("NFD", "がっこうで会った"), "がっこう"),
+     (unicodedata.normalize("NFD", "한국에서 김민수를 만났다"), "김민수"),
+     ("김민수를 만났다", unicodedata.normalize("NFD", "김민수")),
+     ("佐々木さんと話した", "佐々木"), ("𠮷野家で食べた", "𠮷野家")],
+    ids=["full-width", "half-width", "full-width-digits", "ideographic-space", "half-width-kana",
+         "half-width-question", "nfd-kana", "nfd-hangul", "nfd-question", "iteration-mark",
+         "beyond-bmp"],
+)  # fmt: skip
+def test_a_name_is_the_same_term_in_every_form_it_is_typed(chunk: str, question: str) -> None:
+    """Full-width Latin and digits (IME input), half-width katakana, decomposed kana and Hangul
+    (macOS), the iteration mark 々 (佐々木) and Han beyond the BMP (𠮷) are the same terms as
+    their usual forms: every term of the question is one of the chunk's."""
+    asked = set(query_terms(question, "auto").indices)
+    assert asked and asked <= set(document_terms(chunk, "auto").indices)
+
+
+def test_a_collection_termed_before_nfkc_is_termed_again_by_the_backfill(
+    store: Store, redis_server: RedisServer
+) -> None:
+    """A collection recorded with the first CJK encoding (no NFKC) gets its terms dropped and
+    made again, so the full-width chunk is found by an ASCII question afterwards."""
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    bm25_store.record_encoding(store, NAME, "v1:english+cjk-bigrams")
+    guard = CollectionGuard(store, FarEmbedder(), client)  # type: ignore[arg-type]
+    report = backfill([AgentConfig(name="cjk", language="japanese")], store=store,
+                      collections=guard, client=client)  # fmt: skip
+    client.close()
+    assert report.dropped == [NAME] and report.points == len(CHUNKS)
+    state = store.collection(NAME)
+    assert state is not None and state.bm25_encoding == encoding_of("japanese")
+    assert bm25_store.lacking_terms(store, NAME) == 0
+    assert CHUNKS[8] in recalled(store, "ＵＳＪ", "japanese")[:1]
