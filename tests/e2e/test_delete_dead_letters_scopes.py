@@ -11,7 +11,7 @@ import pytest
 
 from shared.agents import AgentConfig, Agents
 from shared.state import keys
-from tests.e2e.test_edits import CLOCK, RAIN, msg
+from tests.e2e.test_edits import CLOCK, RAIN, msg, wait_for
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.stack import Stack
 from tests.support.store_stacks import stack_on
@@ -100,3 +100,28 @@ def test_a_delete_reaches_its_own_agents_letters_only(
             assert not tombstoned(stack, "polaris", source, mid)
             if (source, mid) not in gone:
                 assert not tombstoned(stack, "mythos", source, mid)
+
+
+def test_a_channel_delete_reaches_a_conversation_keyed_by_its_id(stack: Stack) -> None:
+    """Review: messages sent with both a conversation id and a channel form the conversation
+    of their id, and their chunks carry the channel. A delete of the channel removed those
+    chunks, but not the conversation's buffered messages (looked for under the channel's key)
+    nor its emptied ones: written later, they came back."""
+
+    def sent(mid: str, text: str, n: int) -> dict[str, Any]:
+        return {**msg(mid, text, n), "conversation_id": "s1"}
+
+    body = {"bot": "mythos", "messages": [sent("m1", CLOCK, 1), sent("m2", RAIN, 2)]}
+    assert stack.save(body)["accepted"] == 2
+    stack.flush("mythos")  # one closed chunk, written
+    body = {"bot": "mythos", "messages": [sent("m3", f"{CLOCK} again", 3)]}
+    assert stack.save(body)["accepted"] == 1  # buffered
+    assert stack.save({"bot": "mythos", "messages": [sent("m1", "ok", 1)]})["edited"] == 1
+    wait_for(lambda: stack.runtime.redis.hlen(keys.edits("mem_mythos")) == 0)  # m1 emptied
+    result = delete(stack, {"source": "discord", "channel_id": "c1"})
+    assert (result["deleted_points"], result["deleted_buffered"]) == (1, 1), result
+    back = stack.save({"bot": "mythos", "messages": [sent("m1", f"{RAIN} back", 1)]})
+    assert "edited" not in back  # deleted: an edit back stores nothing
+    stack.flush("mythos")
+    assert list(stack.runtime.store.scroll_payloads("mem_mythos")) == []
+    assert all(tombstoned(stack, "mythos", "discord", mid) for mid in ("m1", "m2", "m3"))
