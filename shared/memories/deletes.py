@@ -90,13 +90,13 @@ def _buffer_targets(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) ->
         # Only the point's own messages, found from its payload (`_forget_chunk_mates`).
         return []
     if scope.source is not None and scope.message_id is None and scope.user_id is None:
+        if scope.conversation_id is not None:
+            return [ConversationRef(collection, scope.source, scope.conversation_id).key]
         prefix = ConversationRef(collection, scope.source).key.rsplit(":", 1)[0] + ":"
         of_source = [c for c in runtime.buffers.conversations_of(collection)
                      if c.startswith(prefix)]  # fmt: skip
-        if scope.conversation_id is not None or scope.channel_id is not None:
-            ref = ConversationRef(collection, scope.source, scope.conversation_id, scope.channel_id)
-            if scope.conversation_id is not None:
-                return [ref.key]
+        if scope.channel_id is not None:
+            ref = ConversationRef(collection, scope.source, channel_id=scope.channel_id)
             # Messages that named a conversation id and a channel are the conversation of the
             # id, and its chunks carry the channel (point_filter takes them): its buffer too.
             deletes = BufferDeletes(runtime.redis)
