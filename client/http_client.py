@@ -122,7 +122,8 @@ class MemoryPoolClient:
         edited, unchanged, emptied (too short to keep: it left its chunk) or stale (its chunk
         cannot be rebuilt: written before edits were kept, or by st-qdrant-memory). Raises
         MemoryPoolError 404 message_not_found (ids are per source: the default source when
-        `source` is None), 410 message_deleted."""
+        `source` is None), 410 message_deleted, 413 request_too_large (a text over the server's
+        MEMORY_POOL_MAX_CHARS, what /save takes for one message)."""
         body: dict[str, Any] = {"text": text}
         if source is not None:
             body["source"] = source

@@ -38,10 +38,14 @@ def edit_dead_letters(
     collection: str,
     edits: list[PendingEdit],
 ) -> LetterEdits:
-    """Give the collection's dead letters the new texts of `edits` (no chunk holds these).
-    Under the replay lock: a replay running meanwhile would store the text read before."""
+    """Give the collection's dead letters the new texts of `edits` (any of them: a letter may
+    hold a message a stored chunk holds too, workers/edits.py). Under the replay lock: a
+    replay running meanwhile would store the text read before."""
     result = LetterEdits()
-    if not edits:
+    if not edits or not dead.total():
+        # No letter at all, and none can come to hold these: a message whose edit waits here
+        # is in no buffer, so no flush dead-letters it (nor takes the replay lock for nothing).
+        result.rest = list(edits)
         return result
     with held(dead.redis, keys.REPLAY_LOCK, ttl_ms=LOCK_MS) as got:
         if not got:

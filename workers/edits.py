@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from shared.agents import AgentConfig
 from shared.errors import MemoryPoolError
@@ -54,17 +56,37 @@ def _agent(deps: FlushDeps, collection: str) -> AgentConfig | None:
         return None
 
 
+def _chunks_holding(
+    deps: FlushDeps, agent: AgentConfig, source: str, ids: Iterable[str]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The written chunks of `source` that hold any of `ids`: (point id, payload)."""
+    ids_filter = MatchAny(MESSAGE_ID_LIST, tuple(sorted(ids)))
+    query = Filter(must=(ids_filter, Match(SOURCE, source)))
+    yield from deps.store.scroll_payloads(agent.collection_name, query_filter=query)
+
+
+def _written_since(deps: FlushDeps, agent: AgentConfig, edits: list[PendingEdit]) -> set[str]:
+    """The fields of `edits` whose message a chunk holds now, though none did when the round
+    looked (`_plan`): a replay wrote its dead letter meanwhile (with the old text). No letter
+    held them, so that replay is done: the next round finds the chunk and rewrites it."""
+    by_source: dict[str, set[str]] = defaultdict(set)
+    for edit in edits:
+        by_source[edit.source].add(edit.message_id)
+    written: set[str] = set()
+    for source, ids in by_source.items():
+        for _, payload in _chunks_holding(deps, agent, source, ids):
+            written |= {keys.edit_field(source, i) for i in message_ids_of(payload) & ids}
+    return written
+
+
 def _plan(deps: FlushDeps, agent: AgentConfig, edits: list[PendingEdit]) -> _Plan:
     plan = _Plan()
     by_source: dict[str, dict[str, PendingEdit]] = defaultdict(dict)
     for edit in edits:
         by_source[edit.source][edit.message_id] = edit
     for source, wanted in by_source.items():
-        ids_filter = MatchAny(MESSAGE_ID_LIST, tuple(sorted(wanted)))
-        query = Filter(must=(ids_filter, Match(SOURCE, source)))
         held: set[str] = set()
-        found = deps.store.scroll_payloads(agent.collection_name, query_filter=query)
-        for point_id, payload in found:
+        for point_id, payload in _chunks_holding(deps, agent, source, wanted):
             ids = message_ids_of(payload) & wanted.keys()
             held |= ids
             messages = messages_of(payload)
@@ -105,17 +127,32 @@ def apply_edits(collection: str, deps: FlushDeps, pending: PendingEdits) -> Edit
         result = rewrite_chunks(deps.store, deps.embedder, collection, plan.changes,
                                 language=agent.language, reason="edit")  # fmt: skip
         report.rewritten = len(result.rewritten) + len(result.deleted)
-        lettered = edit_dead_letters(DeadLetters(deps.buffers.redis), pending, agent,
-                                     collection, plan.unheld)  # fmt: skip
-        report.stale = plan.stale + lettered.stale
-        for edit in lettered.rest:
-            if _restore(deps, pending, agent, collection, edit):
-                report.restored += 1
-            else:
-                report.dropped += 1
-        handled = plan.handled + lettered.handled
-        report.left = pending.done(collection, handled, {**plan.emptied, **lettered.emptied})
+        _to_letters(deps, pending, agent, plan, report)
     return report
+
+
+def _to_letters(
+    deps: FlushDeps, pending: PendingEdits, agent: AgentConfig, plan: _Plan, report: EditReport
+) -> None:
+    """Every edit goes to the dead letters too, not only those no stored chunk holds: an open
+    chunk stored and then refused once it grew is a letter for the same point, holding the
+    same messages, and its replay would write their old texts over the edited point. An edit
+    that neither a chunk nor a letter holds comes back through its buffer (or is dropped)."""
+    collection = agent.collection_name
+    lettered = edit_dead_letters(DeadLetters(deps.buffers.redis), pending, agent, collection,
+                                 plan.handled + plan.unheld)  # fmt: skip
+    report.stale = plan.stale + lettered.stale
+    waiting = {e.field for e in lettered.waiting}  # a replay runs: the next round again
+    unheld = {e.field for e in plan.unheld}
+    rest = [e for e in lettered.rest if e.field in unheld]
+    written = _written_since(deps, agent, rest) if rest else set()
+    for edit in (e for e in rest if e.field not in written):  # those wait
+        if _restore(deps, pending, agent, collection, edit):
+            report.restored += 1
+        else:
+            report.dropped += 1
+    handled = [e for e in plan.handled if e.field not in waiting] + lettered.handled
+    report.left = pending.done(collection, handled, {**plan.emptied, **lettered.emptied})
 
 
 def _restore(deps: FlushDeps, pending: PendingEdits, agent: AgentConfig, collection: str,

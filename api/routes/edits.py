@@ -9,14 +9,13 @@ from dataclasses import replace
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Request
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import AgentDep, RuntimeDep, saver
 from api.schemas import AGENT_ACCESS, Source, StorableMessageId, error_docs
 from shared.agents import AgentConfig
-from shared.errors import MessageDeleted, MessageNotFound
+from shared.errors import MessageDeleted, MessageNotFound, RequestTooLarge
 from shared.format.chunking import is_storable
 from shared.format.fingerprint import text_fingerprint
 from shared.format.flush_plan import idle_seconds
@@ -40,23 +39,12 @@ ERRORS = AGENT_ACCESS | error_docs(
     e404="The agent never saw this message id (or forgot it: no chunk holds it).",
     e409="The agent's collection has another model.",
     e410="The message was deleted: a deleted id stays deleted.",
+    e413="A text over MEMORY_POOL_MAX_CHARS characters (what /save takes for one message).",
     e422="A bad message id, source or text.",
     e503="Redis or Qdrant is unavailable; nothing changed.",
 )
 
-MAX_EDIT_CHARS = 100_000
-
 Outcome = Literal["edited", "unchanged", "emptied", "stale"]
-
-
-def _at_most_edit_chars(text: str) -> str:
-    if len(text) > MAX_EDIT_CHARS:
-        raise PydanticCustomError(
-            "string_too_long",
-            "String should have at most {max_length} characters",
-            {"max_length": MAX_EDIT_CHARS},
-        )
-    return text
 
 
 class EditRequest(BaseModel):
@@ -65,11 +53,8 @@ class EditRequest(BaseModel):
     source: Source | None = Field(
         None, description="The interface the message came through; the default source if left out."
     )
-    # pydantic's own max_length refuses a lone surrogate, which a text keeps as U+FFFD (as on
-    # /save): the length is checked after parsing
-    text: Annotated[str, AfterValidator(_at_most_edit_chars)] = Field(
-        json_schema_extra={"maxLength": MAX_EDIT_CHARS}, description="The message's new text."
-    )
+    # Its length is /save's for one message, a setting: checked by the route (413, as /save).
+    text: str = Field(description="The message's new text.")
 
 
 class EditResponse(BaseModel):
@@ -105,6 +90,7 @@ async def edit_message(
     # The agent as named: an edit stores no new message, so it records no name for the
     # collection (its identity), and a refused one changes nothing.
     log_context.set_field("agent", agent.name)
+    _check_length(body.text, runtime.settings.max_chars_per_request)
     source = body.source or runtime.settings.default_source
     text = clean_text(body.text).strip()
     conv = _settings(agent)
@@ -146,6 +132,16 @@ async def _in_the_store(
     mode = SaveMode(edit_only=True, stored=True)
     counts = await saver(request).save(who, _edit(ref, message_id, text, agent), conv, mode)
     return counts.outcomes[0], counts
+
+
+def _check_length(text: str, limit: int) -> None:
+    """/save takes a message as long as its whole request may be (MEMORY_POOL_MAX_CHARS,
+    counted before cleaning, api/ingest.py): so does an edit, refused beyond it as there."""
+    if len(text) > limit:
+        raise RequestTooLarge(
+            f"{len(text)} characters of text in one edit; the limit is {limit} "
+            "(MEMORY_POOL_MAX_CHARS)"
+        )
 
 
 def _settings(agent: AgentConfig) -> ConversationSettings:

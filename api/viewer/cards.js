@@ -67,7 +67,7 @@ function editPart(ctx, shown) {
 
 function messageRow(message, ctx, status) {
   const said = el("span", { class: "said", text: message.text });
-  const box = el("textarea", { name: "text", rows: 3, maxlength: 100000, required: true });
+  const box = el("textarea", { name: "text", rows: 3, required: true }); // the server says its limit (413)
   const form = el("form", { class: "edit-form", hidden: true },
     box, el("button", { type: "submit", class: "small", text: "Save" }),
     el("button", { type: "button", class: "small quiet cancel", text: "Cancel",

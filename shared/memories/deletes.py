@@ -90,11 +90,18 @@ def _buffer_targets(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) ->
         # Only the point's own messages, found from its payload (`_forget_chunk_mates`).
         return []
     if scope.source is not None and scope.message_id is None and scope.user_id is None:
-        if scope.conversation_id is not None or scope.channel_id is not None:
-            ref = ConversationRef(collection, scope.source, scope.conversation_id, scope.channel_id)
-            return [ref.key]
+        if scope.conversation_id is not None:
+            return [ConversationRef(collection, scope.source, scope.conversation_id).key]
         prefix = ConversationRef(collection, scope.source).key.rsplit(":", 1)[0] + ":"
-        return [c for c in runtime.buffers.conversations_of(collection) if c.startswith(prefix)]
+        of_source = [c for c in runtime.buffers.conversations_of(collection)
+                     if c.startswith(prefix)]  # fmt: skip
+        if scope.channel_id is not None:
+            ref = ConversationRef(collection, scope.source, channel_id=scope.channel_id)
+            # Messages that named a conversation id and a channel are the conversation of the
+            # id, and its chunks carry the channel (point_filter takes them): its buffer too.
+            deletes = BufferDeletes(runtime.redis)
+            return [ref.key, *deletes.keyed_by_id_in_channel(of_source, scope.channel_id)]
+        return of_source
     return runtime.buffers.conversations_of(collection)
 
 
@@ -106,18 +113,18 @@ def _buffer_scope(scope: DeleteScope) -> BufferScope:
     return BufferScope("all")
 
 
-def _emptied_scope(collection: str, scope: DeleteScope) -> EmptiedScope | None:
-    """The emptied messages a scope covers (a point's are not in it any more: None)."""
+def _emptied_scopes(scope: DeleteScope, targets: list[str]) -> list[EmptiedScope]:
+    """The emptied messages a scope covers (a point's are not in it any more: none); a
+    conversation's or a channel's are those of the conversations it `targets`."""
     if scope.message_id is not None:
-        return EmptiedScope("ids", (scope.message_id,))
+        return [EmptiedScope("ids", (scope.message_id,))]
     if scope.user_id is not None:
-        return EmptiedScope("user", (scope.user_id,))
+        return [EmptiedScope("user", (scope.user_id,))]
     if scope.source is None:
-        return None
+        return []
     if scope.conversation_id is None and scope.channel_id is None:
-        return EmptiedScope("source", source=scope.source)
-    ref = ConversationRef(collection, scope.source, scope.conversation_id, scope.channel_id)
-    return EmptiedScope("conversation", source=scope.source, conversation=ref.key)
+        return [EmptiedScope("source", source=scope.source)]
+    return [EmptiedScope("conversation", source=scope.source, conversation=t) for t in targets]
 
 
 def _doomed_points(runtime: Runtime, collection: str, scope: DeleteScope) -> dict[str, dict]:
@@ -219,12 +226,10 @@ def delete(runtime: Runtime, agent: AgentConfig, scope: DeleteScope) -> DeleteRe
     with replays_paused(runtime.redis), _rewrites_paused(runtime.redis, collection):
         # Emptied messages are in no chunk and no buffer: an edit back would store them. First,
         # so one an edit brings back meanwhile is in its buffer for the next step.
-        emptied = _emptied_scope(collection, scope)
-        if emptied is not None:
+        targets = _buffer_targets(runtime, agent, scope)
+        for emptied in _emptied_scopes(scope, targets):
             deletes.forget_emptied(collection, emptied)
-        forgotten = deletes.forget(
-            _buffer_targets(runtime, agent, scope), _buffer_scope(scope), now_ms
-        )
+        forgotten = deletes.forget(targets, _buffer_scope(scope), now_ms)
         # Tombstones before Qdrant: if Qdrant fails now, a retry finds the rest, and a re-send
         # of what already left the buffers is refused meanwhile.
         deletes.tombstone(collection, _tombstones(forgotten.removed).items())

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import redis
 
 from shared.state import keys
+from shared.state.conversation_meta import Field
 from shared.state.scripts import SOURCES, named
 from shared.state.text import as_text
 
@@ -93,6 +94,18 @@ class BufferDeletes:
                 "source": keys.part(scope.source), "conversation": scope.conversation,
                 "seen_prefix": keys.seen_prefix(collection)}  # fmt: skip
         return len(self._forget_emptied(keys=[keys.emptied(collection)], args=[named(args)]))
+
+    def keyed_by_id_in_channel(self, conversations: Sequence[str], channel_id: str) -> list[str]:
+        """Of `conversations`, those keyed by a conversation id whose messages came in channel
+        `channel_id` (the first one's: its chunks carry it); a channel's delete reaches them."""
+        pipe = self.redis.pipeline(transaction=False)
+        for conversation in conversations:
+            pipe.hmget(keys.meta(conversation), [Field.CID, Field.CHANNEL])
+        found = []
+        for conversation, (cid, channel) in zip(conversations, pipe.execute(), strict=True):
+            if cid and channel is not None and as_text(channel) == channel_id:
+                found.append(conversation)
+        return found
 
     @staticmethod
     def _keys(conversation: str) -> list[str]:

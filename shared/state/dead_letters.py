@@ -90,6 +90,13 @@ class DeadLetters:
         new = letter.to_json() if letter is not None else ""
         return int(self._replace(keys=[key], args=[raw, new])) == 1
 
+    def total(self) -> int:
+        """Letters waiting or queued for replay."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.llen(keys.DEAD_LETTERS)
+        pipe.llen(keys.REPLAY)
+        return sum(int(n) for n in pipe.execute())
+
     def pending_replays(self) -> int:
         return int(self.redis.llen(keys.REPLAY))
 

@@ -14,7 +14,7 @@ from shared.runtime import Runtime
 from tests.support.stack import stack_settings
 
 # Each endpoint, and the error statuses its documentation must list.
-EDIT_CODES = {"400", "401", "403", "404", "409", "410", "422", "503"}
+EDIT_CODES = {"400", "401", "403", "404", "409", "410", "413", "422", "503"}
 EXPECTED = {
     ("/save", "post"): {"400", "401", "403", "404", "409", "413", "422", "503"},
     ("/retrieve", "post"): {"400", "401", "403", "404", "422", "503"},

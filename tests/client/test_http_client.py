@@ -205,8 +205,8 @@ def test_edit_rewrites_a_written_message_and_refuses_unknown_and_deleted_ids(
         client.edit(AGENT, "e1", corrected)  # the default source: ids are per source
     assert (other_source.value.status, other_source.value.error) == (404, "message_not_found")
     with pytest.raises(MemoryPoolError) as too_long:
-        client.edit(AGENT, "e1", "x" * 100_001, source="edits")
-    assert too_long.value.status == 422
+        client.edit(AGENT, "e1", "x" * 1_000_001, source="edits")
+    assert too_long.value.status == 413
 
     removed = client.delete(AGENT, message_id="e2")  # its chunk keeps e1
     assert (removed["deleted_points"], removed["rewritten_points"]) == (0, 1)

@@ -152,3 +152,19 @@ def test_edits_wait_while_the_collection_has_another_model(
     report = apply_edits(COLLECTION, FlushDeps.of(world.runtime), pending)
     assert (report.rewritten, report.left) == (1, 0)
     assert "lighthouse" in world.points(COLLECTION)[pid][0]["text"]
+
+
+def test_an_edit_back_without_the_emptied_record_is_dropped_as_readme_says(world: World) -> None:
+    """README "Moving a pool": emptied records are not moved. After a move (the record gone,
+    the dedupe mark moved) an edit back to a long text is counted edited but not stored."""
+    written_chunk(world)
+    empty(world, "A")
+    pending = PendingEdits(world.redis)
+    apply_edits(COLLECTION, world.deps, pending)
+    assert world.redis.hexists(keys.emptied(COLLECTION), "discord:A")
+    world.redis.delete(keys.emptied(COLLECTION))  # what an export and import leave behind
+    edit(world, "A", "lighthouse " + HALF, 1)
+    report = apply_edits(COLLECTION, world.deps, pending)
+    assert (report.restored, report.dropped, report.left) == (0, 1, 0)
+    stored = [payload["messageIdList"] for payload, _ in world.points(COLLECTION).values()]
+    assert stored == [["B"]]
