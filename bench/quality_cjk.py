@@ -203,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     if "bigrams" not in names:
         names.insert(0, "bigrams")
     seeds = [int(seed) for seed in args.seeds.split(",")]
-    print(load_table(names))
+    if loads := load_table(names):
+        print(loads)
     print(quality_tables(measure(seeds, names)))
     if not args.no_cost:
         print(cost_table(names, seeds[0]))
