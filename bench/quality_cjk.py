@@ -5,7 +5,7 @@ or without bigrams), in the same run and with the default English embedding mode
 generated from each seed; then what each segmenter costs (load, indexing, query).
 
 Run: .venv/bin/python -m bench.quality_cjk [--segmenter bigrams,words,words+bigrams]
-     [--seeds 11,12,13]
+     [--seeds 11,12,13] [--paraphrase] [--no-cost]
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def _versus(label: str, kind: str, mine: list[list[int]], base: list[list[int]])
     return [label, kind, wins, losses, f"{statistics.mean(diffs):+.3f}", f"{sd:.3f}", spread]
 
 
-def measure(seeds: list[int], names: list[str]) -> dict[str, Ranks]:
+def measure(seeds: list[int], names: list[str], paraphrase: bool = False) -> dict[str, Ranks]:
     runs: list[tuple[str, str, str, Mode]] = [
         ("dense", "auto", "bigrams", "dense"),
         ("hybrid, uncut (english)", "english", "bigrams", "hybrid"),
@@ -103,7 +103,7 @@ def measure(seeds: list[int], names: list[str]) -> dict[str, Ranks]:
     runs += [(f"hybrid, {name}", "auto", name, "hybrid") for name in names]
     out: dict[str, Ranks] = {label: Ranks() for label, *_ in runs}
     for seed in seeds:
-        data = build(seed)
+        data = build(seed, paraphrase=paraphrase)
         vectors: dict[str, list[float]] = {}
         for label, language, name, mode in runs:
             agent = AGENT.model_copy(update={"language": language})
@@ -197,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
                              "sudachi, kiwi, words (the three), each also +bigrams (words and "
                              "bigrams)")  # fmt: skip
     parser.add_argument("--seeds", default="11", help="sets generated from each, e.g. 11,12,13")
+    parser.add_argument("--paraphrase", action="store_true",
+                        help="ask each fact in other words than its own (the name or place "
+                             "still in it)")  # fmt: skip
     parser.add_argument("--no-cost", action="store_true", help="skip the cost table")
     args = parser.parse_args(argv)
     names = cjk_segmenters.parse(args.segmenter)
@@ -205,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = [int(seed) for seed in args.seeds.split(",")]
     if loads := load_table(names):
         print(loads)
-    print(quality_tables(measure(seeds, names)))
+    print(quality_tables(measure(seeds, names, args.paraphrase)))
     if not args.no_cost:
         print(cost_table(names, seeds[0]))
     return 0
