@@ -11,6 +11,7 @@ import argparse
 import sys
 import time
 from dataclasses import replace
+from functools import cache
 from typing import Any
 
 from qdrant_client import QdrantClient
@@ -25,7 +26,7 @@ from bench.quality_data import ConversationSet, build
 from bench.stats import table
 from shared.agents import AgentConfig
 from shared.embedding.bm25 import document_terms
-from shared.embedding.embedder import InputRejected, make_embedder
+from shared.embedding.embedder import Embedder, InputRejected, make_embedder
 from shared.format.chunking import cut
 from shared.format.naming import point_id
 from shared.format.payload import ChunkContext, chunk_payload, chunk_text, message_ids_of
@@ -37,9 +38,18 @@ from tests.support.minilm import model_folder
 AGENT = AgentConfig(name="quality", self_speaker="Mythos")
 
 
-def load(data: ConversationSet, agent: AgentConfig = AGENT) -> tuple[Store, QueryCache, int]:
+@cache
+def _embedder() -> Embedder:
     settings = Settings(EMBEDDING_PROVIDER="local", EMBEDDING_MODEL_PATH=str(model_folder()))
-    embedder = make_embedder(settings)
+    return make_embedder(settings)
+
+
+def load(
+    data: ConversationSet, agent: AgentConfig = AGENT, vectors: dict[str, list[float]] | None = None
+) -> tuple[Store, QueryCache, int]:
+    """The set's chunks in an in-memory store; `vectors` keeps their embeddings by text across
+    loads of the same set (with other BM25 terms)."""
+    embedder = _embedder()
     store = QdrantStore(QdrantClient(":memory:"), local=True)
     name = agent.collection_name
     store.ensure_collection(name, size=embedder.dimensions(), model=embedder.model)
@@ -50,10 +60,13 @@ def load(data: ConversationSet, agent: AgentConfig = AGENT) -> tuple[Store, Quer
         if c
     ]
     texts = [chunk_text(chunk) for chunk in chunks]
-    vectors = embedder.embed(texts)
-    dense = [v for v in vectors if not isinstance(v, InputRejected)]
-    if len(dense) < len(vectors):
-        raise SystemExit(f"the embedding model refused {len(vectors) - len(dense)} chunks")
+    known = {} if vectors is None else vectors
+    missing = [text for text in dict.fromkeys(texts) if text not in known]
+    for text, v in zip(missing, embedder.embed(missing) if missing else [], strict=True):
+        if isinstance(v, InputRejected):
+            raise SystemExit(f"the embedding model refused a chunk: {v}")
+        known[text] = list(v)
+    dense = [known[text] for text in texts]
     context = ChunkContext("discord", channel_id="c1")
     points = [
         PointToWrite(
