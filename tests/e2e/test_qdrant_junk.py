@@ -1,0 +1,81 @@
+"""Review of /qdrant with junk a careless client may send (any Qdrant client may): payloads and
+filters holding NaN, huge numbers, deep nesting, lone surrogates, odd keys. Each is refused in
+Qdrant's error shape with nothing written, or stored so that what reads the pool later (recall,
+the viewer, an export and its import) works on both stores."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from memory_pool.pool_commands import export_online
+from shared.pool.format import read_record
+from tests.e2e.test_qdrant_hostile import BOT, COLLECTION, create, point
+from tests.support.door import MakeApp, agents, app_factory, client_for, served
+from tests.support.embedding_server import EmbeddingServer
+from tests.support.qdrant_server import QdrantTestServer
+from tests.support.stores import KINDS
+
+# What str.splitlines() and httpx's iter_lines() break a line at, and JSON keeps raw in a string
+# (json.dumps with ensure_ascii=False): a chat's text may hold any of them.
+LINE_BREAKS = "\u2028 \u2029 \x85"
+NDJSON = {"content-type": "application/x-ndjson"}
+
+
+@pytest.fixture
+def make(redis_url: str, embeddings: EmbeddingServer, tmp_path: Path) -> Iterator[MakeApp]:
+    with app_factory(redis_url, embeddings.url, tmp_path) as factory:
+        yield factory
+
+
+def overrides(kind: str, stack: ExitStack, folder: Path) -> dict[str, Any]:
+    if kind == "edge":
+        return {}
+    return {"QDRANT_URL": stack.enter_context(QdrantTestServer(folder)).url}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_line_breaks_in_a_payload_survive_an_export_and_its_import(
+    make: MakeApp, tmp_path: Path, kind: str
+) -> None:
+    """A payload holding U+2028, U+2029 or U+0085 (in a value or a key) is exported as it is
+    stored, and the export imports back, over HTTP and from `memory-pool export --url`'s file.
+    The import route split the body with str.splitlines() and the CLI read the export with
+    httpx's iter_lines(), both of which break lines there: the import refused a line "not JSON",
+    and the CLI stopped on a piece of a point (BadExport). The export now writes them escaped,
+    and both read lines at "\n" alone, so an earlier export holding them raw imports too."""
+    sent = point(f"the harbour{LINE_BREAKS}at night", 7, **{f"key{LINE_BREAKS}": LINE_BREAKS})
+    with ExitStack() as stack:
+        app = make(agents(), **overrides(kind, stack, tmp_path / "qdrant"))
+        host, port = stack.enter_context(served(app))
+        url = f"http://{host}:{port}"
+        with httpx.Client(base_url=url, timeout=30) as http:
+            create(http)  # type: ignore[arg-type]
+            put = http.put(f"{COLLECTION}/points?wait=true", json={"points": [sent]})
+            assert put.status_code == 200, put.text
+            exported = http.get(f"/agents/{BOT}/export", params={"timeout": 5})
+            assert exported.status_code == 200, exported.text
+        written = io.StringIO()
+        export_online(url, None, BOT, written, vectors=True, force=False)
+    # as an export of an earlier memory-pool holds them: raw
+    raw = exported.text
+    for char in LINE_BREAKS.replace(" ", ""):
+        raw = raw.replace(f"\\u{ord(char):04x}", char)
+    assert raw != exported.text
+    for body in (exported.content, written.getvalue().encode(), raw.encode()):
+        lines = body.decode().split("\n")
+        [payload] = [read_record(line, n).payload for n, line in enumerate(lines, 1)
+                     if line.startswith('{"id":')]  # type: ignore[union-attr]  # fmt: skip
+        assert payload == sent["payload"]
+        with client_for(make(agents())) as target:
+            loaded = target.post(f"/agents/{BOT}/import", content=body, headers=NDJSON)
+            assert loaded.status_code == 200, loaded.text
+            scroll = target.post(f"{COLLECTION}/points/scroll", json={"with_payload": True})
+            [stored] = scroll.json()["result"]["points"]
+            assert stored == {"id": 7, "payload": sent["payload"]}
