@@ -13,11 +13,19 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 
 from memory_pool.pool_commands import export_online
 from shared.pool.format import read_record
-from tests.e2e.test_qdrant_hostile import BOT, COLLECTION, create, point
-from tests.support.door import MakeApp, agents, app_factory, client_for, served
+from tests.e2e.test_qdrant_hostile import BOT, COLLECTION, create, point, upsert
+from tests.support.door import (
+    MakeApp,
+    agents,
+    app_factory,
+    client_for,
+    is_qdrant_error_shape,
+    served,
+)
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.qdrant_server import QdrantTestServer
 from tests.support.stores import KINDS
@@ -38,6 +46,16 @@ def overrides(kind: str, stack: ExitStack, folder: Path) -> dict[str, Any]:
     if kind == "edge":
         return {}
     return {"QDRANT_URL": stack.enter_context(QdrantTestServer(folder)).url}
+
+
+@pytest.fixture(params=KINDS)
+def client(request: pytest.FixtureRequest, make: MakeApp, tmp_path: Path) -> Iterator[TestClient]:
+    """An app on each store, its collection made: Qdrant Edge, and a Qdrant server."""
+    with ExitStack() as stack:
+        app = make(agents(), **overrides(request.param, stack, tmp_path / "qdrant"))
+        test_client = stack.enter_context(client_for(app))
+        create(test_client)
+        yield test_client
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -79,3 +97,25 @@ def test_line_breaks_in_a_payload_survive_an_export_and_its_import(
             scroll = target.post(f"{COLLECTION}/points/scroll", json={"with_payload": True})
             [stored] = scroll.json()["result"]["points"]
             assert stored == {"id": 7, "payload": sent["payload"]}
+
+
+# Keys Qdrant's JSON paths cannot name (both stores refuse a filter on them), and a lone
+# surrogate, which no store's filter can carry.
+UNFILTERABLE_KEYS = ["a b", "$", 'a"b', "a\x00b", "\ufffd"]
+
+
+@pytest.mark.parametrize("key", UNFILTERABLE_KEYS)
+def test_a_search_on_a_key_no_store_filters_on_is_refused_for_what_it_is(
+    client: TestClient, key: str
+) -> None:
+    """A filter a store refuses is a 400 in Qdrant's shape on both stores; a Qdrant server's
+    refusal of a search's filter was reported as the collection refusing the query vector,
+    "made with another embedding model", which it was not (the vector had the right size)."""
+    upsert(client, point("the harbour at night", 1, **{key: "v"}))
+    search = {"vector": point("the harbour")["vector"], "limit": 3,
+              "filter": {"must": [{"key": key, "match": {"value": "v"}}]}}  # fmt: skip
+    for call, body in [("search", search), ("scroll", {"filter": search["filter"]})]:
+        response = client.post(f"{COLLECTION}/points/{call}", json=body)
+        assert response.status_code == 400, response.text
+        assert is_qdrant_error_shape(response.json())
+        assert "embedding model" not in response.text, response.text
