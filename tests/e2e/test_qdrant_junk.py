@@ -6,6 +6,7 @@ the viewer, an export and its import) works on both stores."""
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -34,6 +35,7 @@ from tests.support.stores import KINDS
 # (json.dumps with ensure_ascii=False): a chat's text may hold any of them.
 LINE_BREAKS = "\u2028 \u2029 \x85"
 NDJSON = {"content-type": "application/x-ndjson"}
+JSON = {"content-type": "application/json"}
 
 
 @pytest.fixture
@@ -119,3 +121,36 @@ def test_a_search_on_a_key_no_store_filters_on_is_refused_for_what_it_is(
         assert response.status_code == 400, response.text
         assert is_qdrant_error_shape(response.json())
         assert "embedding model" not in response.text, response.text
+
+
+SURROGATE_FILTERS = {
+    "value": {"key": "x", "match": {"value": "a\ud800"}},
+    "any": {"key": "x", "match": {"any": ["b", "\udfff"]}},
+    "text": {"key": "messageIds", "match": {"text": "m\ud800"}},
+    "key": {"key": "x\ud800", "match": {"value": "a"}},
+    "range-key": {"key": "\udfff", "range": {"gt": 1}},
+    "is_empty": {"is_empty": {"key": "\udfff"}},
+    "is_null": {"is_null": {"key": "\udfff"}},
+    "has_vector": {"has_vector": "\ud800"},
+}
+
+
+@pytest.mark.parametrize("condition", list(SURROGATE_FILTERS))
+def test_a_lone_surrogate_in_a_filter_is_refused_alike_everywhere(
+    client: TestClient, condition: str
+) -> None:
+    """A lone surrogate (`\\ud800`, which Qdrant's JSON reader refuses) anywhere in a filter is
+    one 400 from search, scroll and count on both stores. It reached the engines, which refused
+    it each in its words (a serializer's UnicodeEncodeError, a Rust type's extraction), or not
+    at all: an `is_null` on such a key was 200 from scroll and 400 from count, a `text` match
+    200 (no point can hold one: /qdrant refuses them in payloads)."""
+    upsert(client, point("the harbour", 1, x="a", messageIds="m1"))
+    flt = {"must": [SURROGATE_FILTERS[condition]]}
+    calls = [("search", {"vector": point("x")["vector"], "limit": 3}), ("scroll", {}),
+             ("count", {})]  # fmt: skip
+    for call, extra in calls:
+        body = json.dumps({"filter": flt, **extra}).encode()  # the surrogate as an escape
+        response = client.post(f"{COLLECTION}/points/{call}", content=body, headers=JSON)
+        assert response.status_code == 400, (call, response.text)
+        assert is_qdrant_error_shape(response.json())
+        assert "lone surrogate" in response.json()["status"]["error"], (call, response.text)
