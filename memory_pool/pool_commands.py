@@ -25,6 +25,7 @@ from shared.agents import Agents
 from shared.embedding.bm25 import DEFAULT_LANGUAGE
 from shared.embedding.embedder import Embedder
 from shared.errors import MemoryPoolError
+from shared.format.json_lines import split_lines
 from shared.format.naming import COLLECTION_BASE
 from shared.pool.format import BadExport, End, Tombstone, read_header, read_record
 from shared.pool.marks import RedisMarks, unwritten_messages
@@ -145,7 +146,7 @@ def export_online(
         http.stream("GET", agent_path(agent, "export"), params=params) as response,
     ):
         _raise_for(response, url)
-        lines = response.iter_lines()
+        lines = split_lines(response.iter_text())  # not iter_lines(): it splits at U+2028
         first = next(lines, "")
         header = read_header(first)
         moved.collection = header.collection

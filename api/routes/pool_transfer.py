@@ -18,6 +18,7 @@ from api.errors import error_body
 from api.schemas import AGENT_ACCESS, error_docs
 from shared.agents import AgentConfig
 from shared.errors import InvalidInput
+from shared.format.json_lines import split_lines
 from shared.format.naming import collection_problem
 from shared.pool.format import BadExport
 from shared.pool.marks import RedisMarks, unwritten_messages
@@ -146,7 +147,7 @@ async def import_pool(
     try:
         moved = await run_in_threadpool(
             import_lines,
-            text.splitlines(),
+            split_lines([text]),  # not str.splitlines(): it splits at U+2028
             store=runtime.store,
             marks=RedisMarks(runtime.redis),
             embedder=runtime.embedder,

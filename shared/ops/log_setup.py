@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Any
 
+from shared.format.json_lines import escape_line_breaks
 from shared.ops import log_context
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -15,9 +16,6 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _STANDARD = frozenset(
     {*vars(logging.LogRecord("", 0, "", 0, "", None, None)), "message", "asctime", "taskName"}
 )
-# Line breaks to str.splitlines() and many log viewers that json.dumps(ensure_ascii=False)
-# leaves raw: a value carrying one (an agent's name) could end a line early and forge the next.
-_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
 class JsonFormatter(logging.Formatter):
@@ -37,8 +35,9 @@ class JsonFormatter(logging.Formatter):
                 line.setdefault(key, value)
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
-        # Escaped inside the JSON strings, the only place json.dumps can have put them.
-        return json.dumps(line, ensure_ascii=False).translate(_LINE_BREAKS)
+        # Line breaks to str.splitlines() and many log viewers that json.dumps leaves raw: a
+        # value carrying one (an agent's name) could end a line early and forge the next.
+        return escape_line_breaks(json.dumps(line, ensure_ascii=False))
 
 
 def _plain(value: object) -> bool:

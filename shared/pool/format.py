@@ -2,7 +2,7 @@
 per Redis mark, written byte-stable so export -> import -> export gives the same bytes.
 
 Line 1 is the header; then every point in id order; then tombstones and dedupe marks; then
-an end line with the counts. Keys are
+an end line with the counts. Lines end with "\n" alone (shared/format/json_lines.py). Keys are
 sorted, separators fixed, text kept as UTF-8. Vectors are float32 in Qdrant, so they are written
 as the float32 value (Python's repr of it): the same bytes from the server and local mode.
 """
@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from shared.format.ids import replace_surrogates
+from shared.format.json_lines import escape_line_breaks
 from shared.store.interface import StoredPoint
 from shared.store.memory_query import normal_point_id
 
@@ -102,9 +103,10 @@ Record = StoredPoint | Tombstone | DedupeMark | End
 
 
 def dumps(obj: dict[str, Any]) -> str:
-    """One line: sorted keys, fixed separators, UTF-8 text; NaN refused (not JSON)."""
-    return json.dumps(
-        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    """One line: sorted keys, fixed separators, UTF-8 text but the line breaks JSON leaves raw
+    (U+2028, a chat's text may hold it); NaN refused (not JSON)."""
+    return escape_line_breaks(
+        json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     )
 
 

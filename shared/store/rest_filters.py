@@ -18,6 +18,7 @@ from typing import Any
 
 from shared.errors import InvalidInput
 from shared.format.fields import MESSAGE_IDS
+from shared.format.ids import replace_surrogates
 from shared.store.filters import (
     Condition,
     Filter,
@@ -179,11 +180,20 @@ def _same(stored: Any, wanted: str | int | bool) -> bool:
     return isinstance(stored, str) and stored == wanted
 
 
+def _text(value: str, where: str) -> str:
+    """A string of a filter; one holding a lone surrogate (`\\ud800`: no UTF-8 carries it, a
+    Qdrant server's JSON reader refuses it, no stored payload holds it) is refused here, not by
+    each engine in its words."""
+    if replace_surrogates(value) != value:
+        raise InvalidInput(f"{where}: holds a lone surrogate (\\ud800), which is no Unicode text")
+    return value
+
+
 def _key(raw: dict[str, Any], where: str) -> str:
     key = raw["key"]
     if not isinstance(key, str) or not key or any(c in key for c in ".[]"):
         raise InvalidInput(f"{where}.key: the name of a top-level payload field")
-    return key
+    return _text(key, f"{where}.key")
 
 
 def _field_condition(raw: dict[str, Any], where: str) -> Clause:
@@ -211,7 +221,9 @@ def _match(key: str, raw: Any, where: str) -> Clause:
 
 
 def _scalar(value: Any, where: str) -> str | int | bool:
-    if isinstance(value, bool | str):
+    if isinstance(value, str):
+        return _text(value, where)
+    if isinstance(value, bool):
         return value
     if isinstance(value, int) and MIN_INT <= value <= MAX_INT:
         return value
@@ -247,7 +259,7 @@ def _match_any(key: str, wanted: Any, where: str) -> Clause:
 def _match_text(key: str, wanted: Any, where: str) -> Clause:
     if key != MESSAGE_IDS or not isinstance(wanted, str):
         raise InvalidInput(f"{where}.text: taken only on {MESSAGE_IDS!r}, with a string")
-    wanted = wanted.strip()
+    wanted = _text(wanted, f"{where}.text").strip()
 
     def test(_: str, payload: Mapping[str, Any]) -> bool:
         return any(
@@ -319,7 +331,7 @@ def _has_id(raw: Any, where: str) -> Clause:
 def _has_vector(raw: Any, where: str) -> Clause:
     if not isinstance(raw, str):
         raise InvalidInput(f"{where}: a vector name")
-    return Clause(None, HasVector(raw))
+    return Clause(None, HasVector(_text(raw, where)))
 
 
 def point_id_of(value: Any) -> str | None:

@@ -4,6 +4,7 @@ st-qdrant-memory shares), and local mode, kept only as a test stand-in for a ser
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -40,6 +41,9 @@ log = logging.getLogger(__name__)
 # backfill's worker) may add it back meanwhile, and a writer that never looked again would
 # write every chunk without terms until restarted.
 BM25_RECHECK_SECONDS = 30.0
+# A query vector of the wrong size: a server's "Vector dimension error", local mode's numpy
+# "not aligned: 4 (dim 1) != 3 (dim 0)".
+_DIMENSION_ERROR = re.compile(r"\bdim(ension)?\b")
 
 T = TypeVar("T")
 
@@ -179,8 +183,11 @@ class QdrantStore(CollectionSetup, HybridQueries, store.Store):
                 missing=None,
             )
         except (UnexpectedResponse, ValueError) as e:
-            # Our own filter is well formed: a refused query is a vector of the wrong size,
-            # e.g. a collection st-qdrant-memory made with another embedding model.
+            # A vector of the wrong size (a collection st-qdrant-memory made with another
+            # embedding model) when the error says so; not a filter the server refused (a
+            # /qdrant client's, on a key no JSON path names), as Qdrant Edge tells them apart
+            if not _DIMENSION_ERROR.search(str(e)):
+                raise
             raise DimensionMismatch.of_query(name, len(query.vector), e) from e
         if response is None:
             return []

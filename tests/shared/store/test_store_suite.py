@@ -81,6 +81,12 @@ def test_another_size_or_model_is_refused(store: Store) -> None:
         store.ensure_collection(NAME, size=DIM, model="other-model")
 
 
+def test_a_query_vector_of_another_size_is_a_dimension_mismatch(filled: Store) -> None:
+    """Told apart from other refusals by the store's words (a filter it refuses is not one)."""
+    with pytest.raises(DimensionMismatch, match="another embedding model"):
+        filled.query(NAME, [*QUERY, 0.0], limit=3, score_threshold=None)
+
+
 def test_a_missing_collection_reads_as_empty_and_refuses_writes(store: Store) -> None:
     assert store.query(NAME, QUERY, limit=3, score_threshold=None) == []
     assert store.count(NAME) == 0
