@@ -10,12 +10,9 @@ from __future__ import annotations
 import io
 import json
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 
 from shared.pool.format import BadExport
 from shared.pool.marks import RedisMarks
@@ -24,22 +21,8 @@ from shared.store.bm25_terms import lacking_terms
 from shared.store.interface import Store
 from tests.shared.pool.test_transfer import MODEL, embedder_for
 from tests.support.embedding_server import EMBEDDING_DIMS, EmbeddingServer, embed_text
-from tests.support.stores import KINDS, open_store
 
 TARGET = "mem_junk"
-
-
-@pytest.fixture(params=KINDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    with open_store(request.param, tmp_path) as opened:
-        yield opened
-
-
-@pytest.fixture
-def marks(redis_url: str) -> Iterator[RedisMarks]:
-    client = redis.Redis.from_url(redis_url)
-    yield RedisMarks(client)
-    client.close()
 
 
 def header() -> str:

@@ -9,8 +9,6 @@ import io
 import json
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import redis
@@ -26,23 +24,9 @@ from shared.state import keys
 from shared.store.bm25_terms import lacking_terms, record_encoding
 from shared.store.interface import Store, StoredPoint
 from tests.support.embedding_server import EMBEDDING_DIMS, EmbeddingServer, embed_text
-from tests.support.stores import KINDS, open_store
 
 MODEL = "text-embedding-3-small"
 SOURCE = "mem_src"
-
-
-@pytest.fixture(params=KINDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    with open_store(request.param, tmp_path) as opened:
-        yield opened
-
-
-@pytest.fixture
-def marks(redis_url: str) -> Iterator[RedisMarks]:
-    client = redis.Redis.from_url(redis_url)
-    yield RedisMarks(client)
-    client.close()
 
 
 def embedder_for(embeddings: EmbeddingServer, model: str = MODEL, dims: int | None = None):  # type: ignore[no-untyped-def]
