@@ -185,6 +185,10 @@ class Agents:
     def listed(self) -> list[AgentConfig]:
         return list(self._by_key.values())
 
+    def languages(self) -> frozenset[str]:
+        """The BM25 languages in use: the listed agents' and the defaults' (unlisted agents')."""
+        return frozenset({self.defaults.language, *(agent.language for agent in self.listed)})
+
     def get(self, name: str) -> AgentConfig:
         """The agent for a request's `bot`; an unlisted one is made from the defaults if allowed."""
         agent = self._by_key.get(name.casefold())
