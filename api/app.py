@@ -34,6 +34,7 @@ from api.routes import (
     ui,
 )
 from api.save_body import document_save_body
+from shared.embedding import chinese
 from shared.runtime import Runtime, async_redis_client
 from shared.settings import Settings
 from shared.state.agent_names import AgentNames
@@ -101,6 +102,8 @@ def _start_embedding(app: FastAPI) -> None:
         wait=runtime.settings.recall_queue_seconds,
     )
     app.state.lexical = LexicalCollections(runtime.store)
+    # jieba's dictionary (seconds) loads beside the start; a recall before it is done waits
+    chinese.warm_in_background(runtime.agents.languages())
     app.state.embedding_slots = EmbeddingSlots(
         runtime.settings.embeddings_concurrency, wait=runtime.settings.embedding_timeout_seconds
     )

@@ -11,24 +11,27 @@ analyzer keeps: Japanese in SudachiPy's normalised form (食べました -> 食�
 particles, auxiliary verbs and symbols; Korean morphemes without particles, endings, copulas
 and symbols (as Elasticsearch nori's default stop tags); Chinese all of jieba's words.
 `+bigrams` adds the runs' bigrams to their words; `trigrams` (no dictionary) adds every run's
-character trigrams to its bigrams.
+character trigrams to its bigrams. Every variant reads the text in NFKC, as shipped.
+
+`jieba+bigrams` is what memory-pool ships for `auto` (and `chinese`): it is not rebuilt here but
+made by shared/embedding/bm25.py itself, with jieba loaded by shared/embedding/chinese.py.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
 
-from shared.embedding import bm25
-from shared.embedding.cjk import _CJK_RUN, _bigrams
+from shared.embedding import bm25, chinese
+from shared.embedding.cjk import _CJK_RUN, _SPAN, _bigrams
 
 Cutter = Callable[[str], list[str]]
 
-# CJK runs with the spaces between them: Korean puts spaces between words, and a segmenter
-# reads a sentence better whole.
-_SPAN = re.compile(f"{_CJK_RUN.pattern}(?:[ \t]+{_CJK_RUN.pattern})*")
+# What memory-pool ships for language auto: terms made by shared/embedding/bm25.py unpatched.
+SHIPPED = "jieba+bigrams"
 
 _KANA = re.compile("[\u3041-\u309f\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
 _HANGUL = re.compile("[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]")
@@ -42,15 +45,6 @@ def script_language(text: str) -> str:
     if _HANGUL.search(text):
         return "korean"
     return "japanese" if _KANA.search(text) else "chinese"
-
-
-@cache
-def _jieba() -> Cutter:
-    import jieba
-
-    jieba.setLogLevel(60)
-    jieba.initialize()
-    return lambda run: [w for w in jieba.cut(run) if w.strip()]
 
 
 @cache
@@ -78,7 +72,7 @@ def _kiwi() -> Cutter:
 
 
 LOADERS: dict[str, Callable[[], Cutter]] = {
-    "chinese": _jieba,
+    "chinese": chinese.load,
     "japanese": _sudachi,
     "korean": _kiwi,
 }
@@ -127,6 +121,7 @@ def segmenting(name: str) -> Callable[[str], str]:
         return f" {_bigrams(run)} {_trigrams(run) if name == 'trigrams' else ''} "
 
     def segmented(text: str) -> str:
+        text = unicodedata.normalize("NFKC", text)
         language = script_language(text)
         if language not in languages:
             return _CJK_RUN.sub(ngrams, text)
@@ -144,11 +139,21 @@ def segmenting(name: str) -> Callable[[str], str]:
 
 @contextmanager
 def segmenter(name: str) -> Iterator[None]:
-    """BM25 terms (documents and queries) made with this segmenter inside the block."""
+    """BM25 terms (documents and queries) made with this segmenter inside the block: the
+    shipped one by bm25 as it is, any other by replacing what bm25 makes of a CJK language's
+    text."""
     load(name)
-    original = bm25.segmented
-    bm25.segmented = segmenting(name)  # type: ignore[assignment]
+    if name == SHIPPED:
+        yield
+        return
+    cutting = segmenting(name)
+    original = bm25._prepared
+
+    def prepared(text: str, language: str) -> str:
+        return cutting(text) if bm25.cuts_cjk(language) else text
+
+    bm25._prepared = prepared
     try:
         yield
     finally:
-        bm25.segmented = original
+        bm25._prepared = original

@@ -86,9 +86,11 @@ def worker(
     if metrics_port is not None:
         # Before any metric exists: the pool's children write theirs to files.
         metrics_server.use_fresh_multiprocess_dir()
-    from workers.celery_app import make_celery
+    from shared.agents import load_agents
+    from workers.celery_app import make_celery, warm_chinese_words
 
     celery_app = make_celery(settings)
+    warm_chinese_words(load_agents(settings.config_path).languages(), pool)
     if metrics_port is not None:
         metrics_server.mark_dead_children()
         metrics_server.serve_multiprocess_metrics(metrics_host, metrics_port)

@@ -59,7 +59,8 @@ class AgentDefaults(BaseModel):
     recall: Literal["hybrid", "dense"] = "hybrid"
     fusion: Literal["dbsf", "rrf"] = "dbsf"
     # The BM25 stemmer and stopwords; a language Snowball does not know is not stemmed.
-    # chinese, japanese, korean and auto also cut CJK text into bigrams (shared/embedding/cjk.py).
+    # chinese, japanese, korean and auto also cut CJK text into bigrams (shared/embedding/cjk.py),
+    # chinese (and auto on Han alone) into jieba's words too (shared/embedding/chinese.py).
     # Changing it re-makes the terms of the whole collection (the backfill does it).
     language: str = Field(DEFAULT_LANGUAGE, min_length=1, max_length=32)
     # The BM25 score a point needs to enter the fusion from the lexical leg (see README).
@@ -184,6 +185,10 @@ class Agents:
     @property
     def listed(self) -> list[AgentConfig]:
         return list(self._by_key.values())
+
+    def languages(self) -> frozenset[str]:
+        """The BM25 languages in use: the listed agents' and the defaults' (unlisted agents')."""
+        return frozenset({self.defaults.language, *(agent.language for agent in self.listed)})
 
     def get(self, name: str) -> AgentConfig:
         """The agent for a request's `bot`; an unlisted one is made from the defaults if allowed."""

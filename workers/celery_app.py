@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from celery import Celery
+import threading
+from collections.abc import Iterable
+from typing import Any
 
+from celery import Celery
+from celery.signals import worker_process_init
+
+from shared.embedding import chinese
 from shared.settings import Settings
 from workers.tasks import register_tasks
 from workers.worker_context import WorkerContext
@@ -43,3 +49,22 @@ def make_celery(settings: Settings, context: WorkerContext | None = None) -> Cel
     )
     register_tasks(app, context or WorkerContext(settings))
     return app
+
+
+def warm_chinese_words(languages: Iterable[str], pool: str) -> threading.Thread | None:
+    """Load jieba's dictionary at a worker's start if an agent's language cuts Chinese words:
+    now for a threads or solo pool, in each child after its fork for prefork (a thread forked
+    in the middle of the load would leave its lock held in the child for ever)."""
+    wanted = frozenset(languages)
+    if pool != "prefork":
+        return chinese.warm_in_background(wanted)
+    if chinese.needed(wanted):
+        worker_process_init.connect(_warm_in_child(wanted), weak=False)
+    return None
+
+
+def _warm_in_child(languages: frozenset[str]) -> Any:
+    def warm(**_: Any) -> None:
+        chinese.warm_in_background(languages)
+
+    return warm

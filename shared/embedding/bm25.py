@@ -14,7 +14,8 @@ from pathlib import Path
 from fastembed.sparse.bm25 import Bm25, supported_languages
 from fastembed.sparse.sparse_embedding_base import SparseEmbedding
 
-from shared.embedding.cjk import segmented
+from shared.embedding import chinese
+from shared.embedding.cjk import chinese_script, segmented
 
 # The named sparse vector beside st-qdrant-memory's unnamed dense one.
 VECTOR_NAME = "bm25"
@@ -22,10 +23,10 @@ VECTOR_NAME = "bm25"
 # a collection recorded with other settings is backfilled again.
 ENCODING_VERSION = 1
 DEFAULT_LANGUAGE = "english"
-# Languages whose CJK runs are cut into bigrams (shared/embedding/cjk.py). Bigrams cut the three
-# scripts alike, so these differ in name only; their Latin runs are stemmed as English, the
-# language most often mixed into their chats. Any other language leaves CJK text uncut, as
-# before, so its collections keep their terms.
+# Languages whose CJK runs are cut into bigrams (shared/embedding/cjk.py); chinese, and auto for
+# a text of Han alone, also into jieba's words (shared/embedding/chinese.py). Their Latin runs
+# are stemmed as English, the language most often mixed into their chats. Any other language
+# leaves CJK text uncut, as before, so its collections keep their terms.
 CJK_LANGUAGES = frozenset({"chinese", "japanese", "korean", "auto"})
 CJK_STEMMER = "english"
 # The BM25 score (Qdrant's IDF x fastembed's term weight, summed over the query's terms) a
@@ -74,11 +75,17 @@ def known_language(language: str) -> bool:
     return _stemmer(language) != "none"
 
 
+def _cuts_words(language: str) -> bool:
+    return language.lower() in chinese.WORD_LANGUAGES
+
+
 def encoding_of(language: str) -> str:
     """What a collection records: terms made by another encoding must be made again. CJK
     languages read the text in NFKC (cjk.py); their first encoding, "+cjk-bigrams", did not, so
-    a collection recorded with it is termed again by the backfill."""
+    a collection recorded with it is termed again by the backfill. chinese and auto add jieba's
+    words (its version pinned): their collections of "+nfkc-cjk-bigrams" are termed again."""
     cut = "+nfkc-cjk-bigrams" if cuts_cjk(language) else ""
+    cut += "+jieba-0.42.1" if _cuts_words(language) else ""
     return f"v{ENCODING_VERSION}:{_stemmer(language)}{cut}"
 
 
@@ -98,6 +105,10 @@ def encoder(language: str) -> Bm25:
 
 
 def _prepared(text: str, language: str) -> str:
+    """The text as the tokenizer reads it: `auto` chooses per text by its script."""
+    lang = language.lower()
+    if lang == "chinese" or (lang == "auto" and chinese_script(text)):
+        return segmented(text, chinese.words)
     return segmented(text) if cuts_cjk(language) else text
 
 

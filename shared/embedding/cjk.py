@@ -6,6 +6,11 @@ same terms for the same text on every machine, and make any two-character name (
 서울) a term; a longer name is a run of its bigrams, which BM25 sums. Latin runs are left as
 they are for the Snowball stemmer.
 
+Chinese (languages `chinese`, and `auto` for a text without kana or Hangul) also gets jieba's
+words (shared/embedding/chinese.py) beside the bigrams: a run of Han with only spaces between
+goes to jieba whole, and its words and its runs' bigrams are all terms. On bench/quality_cjk
+that finds clearly more than bigrams alone (BENCHMARKS.md, section 15.1).
+
 The text is read in NFKC first, so a word is the same terms however it was typed: full-width
 Latin and digits (ＮＨＫ, ２０２４, as Japanese input methods type them) as ASCII, half-width
 katakana (ﾔﾏﾀﾞ) as full-width, decomposed kana and Hangul (macOS may paste them so) composed.
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 
 # Han (the iteration and closing marks 々 〆 〇 〻, extension A, compatibility ideographs, and
 # the planes beyond the BMP: 𠮷), hiragana, katakana (with the half-width forms and the
@@ -25,6 +31,13 @@ _CJK_RUN = re.compile(
     "\u3041-\u309f\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
     "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]+"
 )
+
+# CJK runs with the spaces between them: a segmenter reads a sentence better whole.
+_SPAN = re.compile(f"{_CJK_RUN.pattern}(?:[ \t]+{_CJK_RUN.pattern})*")
+_KANA = re.compile("[\u3041-\u309f\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
+_HANGUL = re.compile("[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]")
+
+Words = Callable[[str], list[str]]
 
 
 def has_cjk(text: str) -> bool:
@@ -37,7 +50,20 @@ def _bigrams(run: str) -> str:
     return " ".join(run[i : i + 2] for i in range(len(run) - 1))
 
 
-def segmented(text: str) -> str:
+def chinese_script(text: str) -> bool:
+    """Whether the text's CJK characters are Han alone (no kana, no Hangul): Chinese."""
+    return _KANA.search(text) is None and _HANGUL.search(text) is None
+
+
+def segmented(text: str, words: Words | None = None) -> str:
     """The text in NFKC, every CJK run replaced by its bigrams, spaced apart from what is
-    around."""
-    return _CJK_RUN.sub(lambda m: f" {_bigrams(m.group())} ", unicodedata.normalize("NFKC", text))
+    around; with `words`, a span of Han alone also by its words (kana or Hangul keep bigrams)."""
+    text = unicodedata.normalize("NFKC", text)
+    if words is None:
+        return _CJK_RUN.sub(lambda m: f" {_bigrams(m.group())} ", text)
+    return _SPAN.sub(lambda m: f" {' '.join(_words_and_bigrams(m.group(), words))} ", text)
+
+
+def _words_and_bigrams(span: str, words: Words) -> list[str]:
+    runs = [_bigrams(run) for run in _CJK_RUN.findall(span)]
+    return [*words(span), *runs] if chinese_script(span) else runs

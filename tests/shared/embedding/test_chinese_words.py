@@ -1,0 +1,75 @@
+"""Chinese cutting: jieba's words beside the bigrams for `chinese` and for `auto` on a text of
+Han alone; Japanese, Korean and English as before."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.embedding import chinese
+from shared.embedding.bm25 import _prepared, document_terms, encoding_of, query_terms
+from shared.embedding.cjk import chinese_script, segmented
+
+
+@pytest.mark.parametrize(
+    ("text", "cut"),
+    [("我买了洗衣机", " 我 买 了 洗衣机 我买 买了 了洗 洗衣 衣机 "),
+     ("小明说", " 小 明说 小明 明说 "),
+     ("I love 北京烤鸭!", "I love  北京烤鸭 北京 京烤 烤鸭 !"),
+     ("plain English", "plain English"),
+     # kana or Hangul in a span: bigrams only, even for `chinese`
+     ("山田さんと雷門", " 山田 田さ さん んと と雷 雷門 ")],
+)  # fmt: skip
+def test_han_spans_get_jiebas_words_and_their_bigrams(text: str, cut: str) -> None:
+    assert segmented(text, chinese.words) == cut
+
+
+@pytest.mark.parametrize(
+    ("text", "is_chinese"),
+    [("我和王小明", True), ("Only English", True), ("山田さん", False), ("ｱｲｽ", False),
+     ("김민준", False), ("雷門で", False)],
+)  # fmt: skip
+def test_the_script_says_chinese_when_there_is_no_kana_and_no_hangul(
+    text: str, is_chinese: bool
+) -> None:
+    assert chinese_script(text) is is_chinese
+
+
+@pytest.mark.parametrize(
+    ("text", "language", "cut"),
+    [("洗衣机", "chinese", " 洗衣机 洗衣 衣机 "), ("洗衣机", "auto", " 洗衣机 洗衣 衣机 "),
+     ("洗衣机", "japanese", " 洗衣 衣机 "), ("洗衣机", "korean", " 洗衣 衣机 "),
+     ("洗衣机", "english", "洗衣机"),
+     # auto: a text with kana is Japanese, one with Hangul Korean: bigrams only
+     ("洗衣机を買った", "auto", " 洗衣 衣机 机を を買 買っ った "),
+     ("洗衣机 샀어", "auto", " 洗衣 衣机   샀어 ")],
+)  # fmt: skip
+def test_each_language_cuts_as_it_ships(text: str, language: str, cut: str) -> None:
+    assert _prepared(text, language) == cut
+
+
+def test_a_word_only_jieba_gives_is_one_term_of_the_query_and_of_the_document() -> None:
+    bigrams = set(query_terms("洗衣机", "japanese").indices)
+    word = set(query_terms("洗衣机", "chinese").indices) - bigrams
+    assert len(word) == 1
+    assert word <= set(document_terms("我昨天买了一台洗衣机", "chinese").indices)
+    assert word <= set(document_terms("我昨天买了一台洗衣机", "auto").indices)
+    assert not word & set(document_terms("我昨天买了一台洗衣机", "japanese").indices)
+
+
+@pytest.mark.parametrize(
+    ("language", "encoding"),
+    [("chinese", "v1:english+nfkc-cjk-bigrams+jieba-0.42.1"),
+     ("Auto", "v1:english+nfkc-cjk-bigrams+jieba-0.42.1"),
+     ("japanese", "v1:english+nfkc-cjk-bigrams"), ("korean", "v1:english+nfkc-cjk-bigrams"),
+     ("english", "v1:english")],
+)  # fmt: skip
+def test_only_chinese_and_auto_record_a_new_encoding(language: str, encoding: str) -> None:
+    assert encoding_of(language) == encoding
+
+
+def test_the_warm_up_runs_only_for_a_chinese_or_auto_agent() -> None:
+    assert chinese.warm_in_background(["english", "japanese", "korean"]) is None
+    thread = chinese.warm_in_background(["english", "Chinese"])
+    assert thread is not None
+    thread.join(timeout=60)
+    assert not thread.is_alive() and chinese.words("西湖") == ["西湖"]
