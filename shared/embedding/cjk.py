@@ -38,6 +38,11 @@ _KANA = re.compile("[\u3041-\u309f\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
 _HANGUL = re.compile("[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]")
 
 Words = Callable[[str], list[str]]
+# The characters of a text jieba reads (its first spans of Han; the rest keeps its bigrams).
+# jieba is pure Python and holds the GIL: a chunk of 1,000,000 characters of Han (the per-message
+# limit) took 11.5 s, 8,000 (the default MEMORY_POOL_MAX_QUERY_CHARS, so a query is read whole)
+# 30 to 120 ms; a worker's other flushes, and the API's recalls during a Qdrant-API upsert, wait.
+MAX_WORD_CHARS = 8000
 
 
 def has_cjk(text: str) -> bool:
@@ -61,9 +66,14 @@ def segmented(text: str, words: Words | None = None) -> str:
     text = unicodedata.normalize("NFKC", text)
     if words is None:
         return _CJK_RUN.sub(lambda m: f" {_bigrams(m.group())} ", text)
-    return _SPAN.sub(lambda m: f" {' '.join(_words_and_bigrams(m.group(), words))} ", text)
+    left = [MAX_WORD_CHARS]  # what jieba may still read of this text
+    return _SPAN.sub(lambda m: f" {' '.join(_words_and_bigrams(m.group(), words, left))} ", text)
 
 
-def _words_and_bigrams(span: str, words: Words) -> list[str]:
+def _words_and_bigrams(span: str, words: Words, left: list[int]) -> list[str]:
     runs = [_bigrams(run) for run in _CJK_RUN.findall(span)]
-    return [*words(span), *runs] if chinese_script(span) else runs
+    if not chinese_script(span) or left[0] <= 0:
+        return runs
+    read = span[: left[0]]
+    left[0] -= len(read)
+    return [*words(read), *runs]

@@ -7,7 +7,7 @@ import pytest
 
 from shared.embedding import chinese
 from shared.embedding.bm25 import _prepared, document_terms, encoding_of, query_terms
-from shared.embedding.cjk import chinese_script, segmented
+from shared.embedding.cjk import MAX_WORD_CHARS, chinese_script, segmented
 
 
 @pytest.mark.parametrize(
@@ -73,3 +73,25 @@ def test_the_warm_up_runs_only_for_a_chinese_or_auto_agent() -> None:
     assert thread is not None
     thread.join(timeout=60)
     assert not thread.is_alive() and chinese.words("西湖") == ["西湖"]
+
+
+def test_jieba_reads_at_most_max_word_chars_of_a_text_and_bigrams_cover_all_of_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # jieba is pure Python under the GIL: 1,000,000 characters of Han (MEMORY_POOL_MAX_CHARS)
+    # took 11.5 s, stalling the worker's other flushes and, through the Qdrant API's upserts,
+    # every recall. Its words come from the text's first MAX_WORD_CHARS characters of Han only.
+    read: list[str] = []
+    jieba_words = chinese.words
+
+    def words(span: str) -> list[str]:
+        read.append(span)
+        return jieba_words(span)
+
+    monkeypatch.setattr(chinese, "words", words)
+    text = "我买了洗衣机。" * 5_000 + "尾巴"
+    cut = _prepared(text, "chinese")
+    assert sum(len(span) for span in read) <= MAX_WORD_CHARS
+    assert read and " 洗衣机 " in cut
+    assert cut.endswith(" 尾巴 ")  # the tail's bigram still a term
+    assert query_terms("尾巴", "chinese").indices[0] in document_terms(text, "chinese").indices
