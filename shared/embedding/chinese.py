@@ -1,4 +1,4 @@
-"""jieba's Chinese words, with its dictionary loaded once per process (0.8-8 s, ~70 MB).
+"""jieba's Chinese words, with its dictionary loaded once per process (1.1-8 s, ~70 MB).
 
 jieba is imported on first use only, so a deployment without a Chinese or `auto` agent never
 loads it. `warm_in_background` loads it at an API's or a worker's start; a text cut before the
@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Callable, Iterable
+from typing import Any
 
 # The languages whose Han text is cut into jieba's words (shared/embedding/bm25.py).
 WORD_LANGUAGES = frozenset({"chinese", "auto"})
@@ -25,8 +26,18 @@ def _load() -> Callable[[str], list[str]]:
         warnings.simplefilter("ignore")
         import jieba
     jieba.setLogLevel(_QUIET)
-    jieba.initialize()
+    _initialize(jieba.dt)
     return lambda run: [word for word in jieba.cut(run) if word.strip()]
+
+
+def _initialize(tokenizer: Any) -> None:
+    """jieba's `initialize` built from its own dictionary file, never read from the cache it
+    keeps in the temp dir: any user, or another jieba's version, may have left a `jieba.cache`
+    there (one of another shape failed every cut, a made-up one changed the words). ~0.6 s more
+    than from the cache, once per process and in the warm-up's thread."""
+    with tokenizer.lock:
+        tokenizer.FREQ, tokenizer.total = tokenizer.gen_pfdict(tokenizer.get_dict_file())
+        tokenizer.initialized = True
 
 
 def load() -> Callable[[str], list[str]]:

@@ -3,6 +3,12 @@ Han alone; Japanese, Korean and English as before."""
 
 from __future__ import annotations
 
+import marshal
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from shared.embedding import chinese
@@ -95,3 +101,19 @@ def test_jieba_reads_at_most_max_word_chars_of_a_text_and_bigrams_cover_all_of_i
     assert read and " 洗衣机 " in cut
     assert cut.endswith(" 尾巴 ")  # the tail's bigram still a term
     assert query_terms("尾巴", "chinese").indices[0] in document_terms(text, "chinese").indices
+
+
+@pytest.mark.parametrize("cache", [(1, 2), ({"我买": 9}, 9)])
+def test_a_jieba_cache_left_in_the_temp_dir_is_never_read(
+    tmp_path: Path, cache: tuple[object, int]
+) -> None:
+    # jieba reads <temp dir>/jieba.cache, which any user (or another jieba's version) may have
+    # left there: one of another shape failed every Chinese term (TypeError, a 500 on recall),
+    # a made-up one changed the words, so a query could be cut unlike its documents.
+    (tmp_path / "jieba.cache").write_bytes(marshal.dumps(cache))
+    cut = subprocess.run(
+        [sys.executable, "-c", "from shared.embedding import chinese; "
+         "print(' '.join(chinese.words('我买了洗衣机')))"],
+        env={**os.environ, "TMPDIR": str(tmp_path)}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert cut.stdout.strip() == "我 买 了 洗衣机", cut.stderr
