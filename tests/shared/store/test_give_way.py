@@ -116,4 +116,6 @@ def test_a_backfill_while_recalls_come_works_a_share_of_the_time(
             assert len(steps) >= 2 and not report.finished
             assert bm25_store.lacking_terms(store, NAME) == 5_000 - report.points
     client.close()
-    assert share["asked"] <= 1.5 * BULK_SHARE < 3 * BULK_SHARE < share["idle"], share
+    # Twice the share, not 1.5x: the wall time around the steps moves with the machine's load
+    # (0.0752 against 0.075 failed a loaded CI run); a backfill that never gave way is ~0.6.
+    assert share["asked"] <= 2 * BULK_SHARE < 3 * BULK_SHARE < share["idle"], share
