@@ -118,6 +118,18 @@ def _terms(points: Sequence[PointIn], language: str) -> list[Terms | None]:
     return found
 
 
+def _check_text_length(points: Sequence[PointIn], limit: int) -> None:
+    """The text to term in one request is bounded as /save's (MEMORY_POOL_MAX_CHARS): terms are
+    made here, in the API's process, and a Chinese cut costs the most."""
+    texts = ((p.payload or {}).get(TEXT) for p in points)
+    chars = sum(len(text) for text in texts if isinstance(text, str))
+    if chars > limit:
+        raise RequestTooLarge(
+            f"{chars} characters of text in one request; the limit is {limit} "
+            "(MEMORY_POOL_MAX_CHARS)"
+        )
+
+
 def upsert(runtime: Runtime, target: Target, points: Sequence[PointIn], *, wait: bool) -> dict:
     """All the points or none: a vector of another size than the collection's, or a bad id,
     refuses the whole request before anything is written."""
@@ -126,6 +138,7 @@ def upsert(runtime: Runtime, target: Target, points: Sequence[PointIn], *, wait:
         raise RequestTooLarge(
             f"{len(points)} points in one request; the limit is {limit} (MEMORY_POOL_MAX_MESSAGES)"
         )
+    _check_text_length(points, runtime.settings.max_chars_per_request)
     state = _state(runtime, target)
     _check_model(state, runtime.embedder.model)
     ids = [_point_id(p.id) for p in points]

@@ -103,5 +103,5 @@ ACCESS = qdrant_errors(
 )
 WITH_BODY = ACCESS | qdrant_errors(
     e413="The body is over MEMORY_POOL_MAX_BODY_BYTES, or holds more points than "
-    "MEMORY_POOL_MAX_MESSAGES."
+    "MEMORY_POOL_MAX_MESSAGES or more characters of `text` than MEMORY_POOL_MAX_CHARS."
 )

@@ -27,6 +27,7 @@ ST_KEY = "st-key-0123456789abcdef"  # the key SillyTavern is given: Seraphina's 
 ADMIN_KEY = "admin-key-0123456789abcdef"
 MAX_BODY = 64 * 1024
 MAX_POINTS = 20
+MAX_CHARS = 20_000  # of text to term in one request, as /save's MEMORY_POOL_MAX_CHARS
 LIGHTHOUSE = "[2024-06-10]\nAlex: Bartholomew rowed to the lighthouse\nSeraphina: in the fog"
 GARDEN = "[2024-06-11]\nAlex: the garden needs water\nSeraphina: I will fetch the can"
 
@@ -45,7 +46,11 @@ def pool_agents() -> Agents:
 def stack(
     request: pytest.FixtureRequest, redis_url: str, embeddings: EmbeddingServer, tmp_path: Path
 ) -> Iterator[Stack]:
-    limits = {"MEMORY_POOL_MAX_BODY_BYTES": MAX_BODY, "MEMORY_POOL_MAX_MESSAGES": MAX_POINTS}
+    limits = {
+        "MEMORY_POOL_MAX_BODY_BYTES": MAX_BODY,
+        "MEMORY_POOL_MAX_MESSAGES": MAX_POINTS,
+        "MEMORY_POOL_MAX_CHARS": MAX_CHARS,
+    }
     with stack_on(
         request.param, redis_url, embeddings.url, tmp_path, pool_agents(), **limits
     ) as running:
@@ -211,6 +216,11 @@ def test_other_paths_and_too_much_are_refused_in_qdrant_shape(stack: Stack) -> N
     huge = [{**st_point("x" * 40_000, ["h"], stack)}, {**st_point("y" * 40_000, ["i"], stack)}]
     put = call(stack, "PUT", f"/collections/{ST}/points", {"points": huge})
     assert "MEMORY_POOL_MAX_BODY_BYTES" in refused(put, 413)
+    # More text to term than /save takes in one request: BM25 terms are made in the API's
+    # process, so their cost is bounded as /save's messages are (Chinese cuts cost the most).
+    long = [st_point("猫" * 7_000 + f" {n}", [f"l{n}"], stack) for n in range(3)]
+    put = call(stack, "PUT", f"/collections/{ST}/points", {"points": long})
+    assert "MEMORY_POOL_MAX_CHARS" in refused(put, 413)
     assert stack.runtime.store.count(ST) == 0
     bad = {"vector": [0.1] * dims(stack), "limit": 0}
     assert "Validation error" in refused(
