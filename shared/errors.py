@@ -44,6 +44,14 @@ class RequestTooLarge(InvalidInput):
 
     code = "request_too_large"
 
+    @classmethod
+    def of_text(cls, chars: int, limit: int, within: str) -> RequestTooLarge:
+        """Over MEMORY_POOL_MAX_CHARS: `chars` characters of text in one `within`."""
+        return cls(
+            f"{chars} characters of text in one {within}; the limit is {limit} "
+            "(MEMORY_POOL_MAX_CHARS)"
+        )
+
 
 class Unauthorized(MemoryPoolError):
     """No key, or an unknown key, where one is required."""

@@ -124,10 +124,7 @@ def _check_text_length(points: Sequence[PointIn], limit: int) -> None:
     texts = ((p.payload or {}).get(TEXT) for p in points)
     chars = sum(len(text) for text in texts if isinstance(text, str))
     if chars > limit:
-        raise RequestTooLarge(
-            f"{chars} characters of text in one request; the limit is {limit} "
-            "(MEMORY_POOL_MAX_CHARS)"
-        )
+        raise RequestTooLarge.of_text(chars, limit, "request")
 
 
 def upsert(runtime: Runtime, target: Target, points: Sequence[PointIn], *, wait: bool) -> dict:

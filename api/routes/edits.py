@@ -90,7 +90,10 @@ async def edit_message(
     # The agent as named: an edit stores no new message, so it records no name for the
     # collection (its identity), and a refused one changes nothing.
     log_context.set_field("agent", agent.name)
-    _check_length(body.text, runtime.settings.max_chars_per_request)
+    # /save takes a message as long as its whole request may be (counted before cleaning,
+    # api/ingest.py): so does an edit, refused beyond it as there.
+    if len(body.text) > (limit := runtime.settings.max_chars_per_request):
+        raise RequestTooLarge.of_text(len(body.text), limit, "edit")
     source = body.source or runtime.settings.default_source
     text = clean_text(body.text).strip()
     conv = _settings(agent)
@@ -132,16 +135,6 @@ async def _in_the_store(
     mode = SaveMode(edit_only=True, stored=True)
     counts = await saver(request).save(who, _edit(ref, message_id, text, agent), conv, mode)
     return counts.outcomes[0], counts
-
-
-def _check_length(text: str, limit: int) -> None:
-    """/save takes a message as long as its whole request may be (MEMORY_POOL_MAX_CHARS,
-    counted before cleaning, api/ingest.py): so does an edit, refused beyond it as there."""
-    if len(text) > limit:
-        raise RequestTooLarge(
-            f"{len(text)} characters of text in one edit; the limit is {limit} "
-            "(MEMORY_POOL_MAX_CHARS)"
-        )
 
 
 def _settings(agent: AgentConfig) -> ConversationSettings:
