@@ -88,9 +88,12 @@ def worker(
         metrics_server.use_fresh_multiprocess_dir()
     from shared.agents import load_agents
     from workers.celery_app import make_celery, warm_chinese_words
+    from workers.worker_context import WorkerContext
 
-    celery_app = make_celery(settings)
-    warm_chinese_words(load_agents(settings.config_path).languages(), pool)
+    # Read once, here: the warm-up needs the languages, and every pool child its agents.
+    agents = load_agents(settings.config_path)
+    celery_app = make_celery(settings, WorkerContext(settings, agents=agents))
+    warm_chinese_words(agents.languages(), pool)
     if metrics_port is not None:
         metrics_server.mark_dead_children()
         metrics_server.serve_multiprocess_metrics(metrics_host, metrics_port)
