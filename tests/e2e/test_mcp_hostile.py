@@ -6,16 +6,13 @@ a 5xx, a traceback, or reach another agent's memory (README "MCP")."""
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.e2e.test_mcp import MYTHOS_KEY, OPS_KEY, call, connected, pool, refused, url_of  # noqa: F401
+from tests.support.not_memory_pool import serving_not_memory_pool
 from tests.support.serve import Served
 
 ACCEPT = {"Accept": "application/json, text/event-stream"}
@@ -184,36 +181,6 @@ def test_recall_since_after_until_is_refused(pool: Served) -> None:
         headers=MYTHOS,
     )
     assert answer.status_code == 422, answer.text
-
-
-def _not_memory_pool(content_type: str, body: bytes) -> type[BaseHTTPRequestHandler]:
-    """A service that is not memory-pool: 200 and the same body for everything."""
-
-    class NotMemoryPool(BaseHTTPRequestHandler):
-        def _page(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        do_GET = do_POST = _page
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    return NotMemoryPool
-
-
-@contextmanager
-def serving_not_memory_pool(content_type: str, body: bytes) -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _not_memory_pool(content_type, body))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_stdio_pointed_at_something_else_answers_a_tool_error(pool: Served) -> None:

@@ -4,10 +4,6 @@ stored for it."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -16,32 +12,7 @@ import pytest
 from tests.integrations.hermes_support import configure, initialized
 from tests.integrations.test_hermes_tools import FACT, REMEMBER, SEARCH, call
 from tests.support.live_server import Live
-
-
-@contextmanager
-def serving_json(body: bytes) -> Iterator[str]:
-    """A service that is not memory-pool: 200 and the same JSON for everything."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        do_GET = do_POST = _answer
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+from tests.support.not_memory_pool import serving_not_memory_pool
 
 
 @pytest.mark.parametrize("limit", [float("inf"), float("-inf"), float("nan"), 1e400, "1e999"])
@@ -103,7 +74,7 @@ def test_a_service_that_is_not_memory_pool_is_an_error(hermes_home: Path, body: 
     """A wrong port where another API answers 200 with JSON: memory_pool_remember answered
     `{"stored": true}` for `{}` (no refusal, skip or duplicate counted: "kept"), and a search
     "No memory matched"; the model must read that memory-pool is not at that URL."""
-    with serving_json(body) as url:
+    with serving_not_memory_pool("application/json", body) as url:
         configure(hermes_home, url, timeout="2")
         provider = initialized(hermes_home, "t-foreign")
         try:
