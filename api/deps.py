@@ -24,8 +24,12 @@ if TYPE_CHECKING:  # the app's parts, for their types only (api.app imports this
 # threadpool, a hand-off that cost /save measurable CPU (BENCHMARKS.md, section 1).
 
 
-async def get_runtime(request: Request) -> Runtime:
+def runtime_of(request: Request) -> Runtime:
     return cast("Runtime", request.app.state.runtime)
+
+
+async def get_runtime(request: Request) -> Runtime:
+    return runtime_of(request)
 
 
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
