@@ -72,9 +72,10 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
     )
     install_error_handlers(app)
     install_door(app, settings)
-    # Outside the door: its refusals of a page's requests are readable by the page.
-    app.add_middleware(Cors, origins=settings.cors_origin_names)
     _install_observability(app, settings)
+    # Outermost: every answer to a page's request is readable by the page, the door's refusals
+    # and the request-id middleware's 500 too (a bare network error tells the page nothing).
+    app.add_middleware(Cors, origins=settings.cors_origin_names)
     app.include_router(save.router)
     document_save_body(app)
     app.include_router(retrieve.router)
@@ -122,4 +123,4 @@ def _install_observability(app: FastAPI, settings: Settings) -> None:
     if settings.metrics_enabled:
         app.add_middleware(HttpMetrics)
         app.include_router(metrics.router)
-    app.add_middleware(RequestId)  # outermost: every line of the request has its id
+    app.add_middleware(RequestId)  # around the door and the app: every line has the request id

@@ -144,3 +144,23 @@ def test_a_loopback_server_lets_sillytavern_through_the_door(make_app: MakeApp) 
     assert answered.status_code == 200
     assert answered.headers["access-control-allow-origin"] == SILLYTAVERN
     assert rebound.status_code == 400 and cors_headers(rebound) == {}  # DNS rebinding
+
+
+def test_an_unexpected_error_is_readable_by_the_page(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 500 the request-id middleware answers (a store that fails in a way no route expects)
+    still carries the page's CORS header: without it SillyTavern sees a bare network error and
+    cannot show the body's reason or the request id to quote."""
+    runtime = client.app.state.runtime  # type: ignore[attr-defined]
+
+    def broken() -> list[str]:
+        raise RuntimeError("the store broke unexpectedly")
+
+    monkeypatch.setattr(runtime.store, "collection_names", broken)
+    response = client.get("/qdrant/collections", headers={"Origin": SILLYTAVERN})
+    assert response.status_code == 500
+    assert response.headers["access-control-allow-origin"] == SILLYTAVERN
+    assert "x-request-id" in {k.lower() for k in response.headers}
+    other = client.get("/qdrant/collections", headers={"Origin": "http://evil.example"})
+    assert other.status_code == 500 and cors_headers(other) == {}
