@@ -2,6 +2,7 @@
 call it, its arguments, and how it turns them into HTTP API bodies for a Backend."""
 
 import logging
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
@@ -22,6 +23,7 @@ from api.mcp.shapes import (
     recalled,
     time_filter,
 )
+from shared.format.ids import one_line_name
 
 Connect = Callable[[Context], Backend]
 
@@ -127,11 +129,18 @@ def _recall_tool(connect: Connect) -> Callable[..., Any]:
         body["exclude_message_ids"] = exclude_message_ids or []
         body |= _present(source=source, channel_id=channel_id)
         body |= _present(since=time_filter("since", since), until=time_filter("until", until))
-        found = await backend.retrieve(body)
+        try:
+            found = await backend.retrieve(body)
+        except ToolFailure as failure:  # /retrieve's reason, by the argument the model sent
+            raise ToolFailure(failure.code, _QUERY_FIELD.sub("query", failure.detail)) from None
         hits = [recalled(hit) for hit in found.get("hits", [])]
         return RecallResult(agent=name, formatted=found.get("formatted", ""), hits=hits)
 
     return recall
+
+
+# /retrieve's name for recall's `query`, as its refusals spell it
+_QUERY_FIELD = re.compile(r"\bquery_text\b")
 
 
 def _refusal(counts: dict[str, Any]) -> ToolFailure:
@@ -158,6 +167,12 @@ def _remember_tool(connect: Connect) -> Callable[..., Any]:
             str | None, Field(description="The conversation it belongs to, if any.")
         ] = None,
     ) -> RememberResult:
+        if speaker is not None and not one_line_name(speaker):
+            # /save would store it under "User": a model that meant someone learns why instead
+            raise ToolFailure(
+                "invalid_request",
+                "speaker is blank: leave it out for the character's own note, or name who said it",
+            )
         backend = connect(ctx)
         name = await _agent(backend, agent)
         chosen = not message_id

@@ -221,3 +221,35 @@ def test_stdio_pointed_at_another_json_service_answers_tool_errors(
 
     with serving_not_memory_pool("application/json", body) as url:
         asyncio.run(scenario(url))
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_a_too_long_query_is_refused_by_the_tool_argument_name(
+    pool: Served, transport: str
+) -> None:
+    """The model sent `query`: the reason names it, not /retrieve's `query_text`."""
+
+    async def scenario() -> None:
+        async with connected(pool, transport, MYTHOS_KEY) as client:
+            reason = await refused(client, "recall", query="bees " * 1_800)  # 9,000 > 8,000
+            assert "query" in reason and "query_text" not in reason, reason
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+@pytest.mark.parametrize("speaker", ["   ", "\t\n", "\u3000"])
+def test_a_blank_speaker_is_refused_not_stored_as_someone(
+    pool: Served, transport: str, speaker: str
+) -> None:
+    """A blank `speaker` was stored as "User": a model that meant someone learns why instead;
+    nothing is stored for it."""
+
+    async def scenario() -> None:
+        async with connected(pool, transport, MYTHOS_KEY) as client:
+            reason = await refused(client, "remember", text="a blank-speaker note", speaker=speaker)
+            assert "speaker" in reason, reason
+            found = await call(client, "recall", query="a blank-speaker note")
+            assert not any("blank-speaker" in hit["text"] for hit in found["hits"])
+
+    asyncio.run(scenario())
