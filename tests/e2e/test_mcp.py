@@ -337,7 +337,9 @@ def test_bad_arguments_are_tool_errors(pool: Served, transport: str) -> None:
             assert "query" in await refused(client, "recall", limit=3)
             assert "since" in await refused(client, "recall", query="bees", since="next tuesday")
             assert "since" in await refused(client, "recall", query="bees", since=-5)
-            assert "query_text" in await refused(client, "recall", query="x" * 8001)
+            # named by the argument the model sent, not /retrieve's query_text
+            too_long_query = await refused(client, "recall", query="x" * 8001)
+            assert "query:" in too_long_query and "query_text" not in too_long_query
             assert "exactly one scope" in await refused(
                 client, "forget", message_id="a", user_id="b"
             )

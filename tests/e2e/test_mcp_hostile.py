@@ -224,20 +224,6 @@ def test_stdio_pointed_at_another_json_service_answers_tool_errors(
 
 
 @pytest.mark.parametrize("transport", ["http", "stdio"])
-def test_a_too_long_query_is_refused_by_the_tool_argument_name(
-    pool: Served, transport: str
-) -> None:
-    """The model sent `query`: the reason names it, not /retrieve's `query_text`."""
-
-    async def scenario() -> None:
-        async with connected(pool, transport, MYTHOS_KEY) as client:
-            reason = await refused(client, "recall", query="bees " * 1_800)  # 9,000 > 8,000
-            assert "query" in reason and "query_text" not in reason, reason
-
-    asyncio.run(scenario())
-
-
-@pytest.mark.parametrize("transport", ["http", "stdio"])
 @pytest.mark.parametrize("speaker", ["   ", "\t\n", "\u3000"])
 def test_a_blank_speaker_is_refused_not_stored_as_someone(
     pool: Served, transport: str, speaker: str
