@@ -19,6 +19,7 @@ made by shared/embedding/bm25.py itself, with jieba loaded by shared/embedding/c
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from collections.abc import Callable, Iterator
@@ -51,7 +52,9 @@ def script_language(text: str) -> str:
 def _sudachi() -> Cutter:
     from sudachipy import Dictionary, SplitMode
 
-    tokenizer = Dictionary().create(SplitMode.C)
+    # SUDACHI_DICT=small|core|full: which SudachiDict package (default: SudachiPy's, core)
+    chosen = os.environ.get("SUDACHI_DICT")
+    tokenizer = (Dictionary(dict=chosen) if chosen else Dictionary()).create(SplitMode.C)
 
     def cut(run: str) -> list[str]:
         return [
