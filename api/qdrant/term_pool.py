@@ -4,9 +4,9 @@ Terms are made where the points are written, and jieba (Chinese words) is pure P
 the API's process, 200 texts of 5,000 random Han took ~33 s of its GIL, while every other
 agent's /retrieve in the same process waited (BENCHMARKS.md, section 15.5). An upsert of more
 text than IN_PROCESS_CHARS is termed in one child process instead (spawned on the first such
-upsert, its own fastembed and jieba; later ones wait their turn there); st-qdrant-memory's
-usual upsert, one chunk, is termed in process as before. Both make the same terms
-(shared/embedding/bm25.py `documents_terms`, the same code and dictionary).
+upsert, its own fastembed and jieba, at nice 10; later ones wait their turn there);
+st-qdrant-memory's usual upsert, one chunk, is termed in process as before. Both make the same
+terms (shared/embedding/bm25.py `documents_terms`, the same code and dictionary).
 
 A child that died (killed, out of memory) is replaced once per request; when that fails too the
 upsert is answered 503 in Qdrant's shape, nothing written.
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -30,6 +31,13 @@ log = logging.getLogger(__name__)
 # take ~100 ms there, 2,000 ~50 ms, English ~0.5 ms; a round trip to the child ~1 ms more
 # than that (section 15.5).
 IN_PROCESS_CHARS = 4000
+CHILD_NICENESS = 10
+
+
+def _lower_priority() -> None:
+    """The child yields a core to the API's recalls when they want it (section 15.5)."""
+    if hasattr(os, "nice"):  # not on Windows
+        os.nice(CHILD_NICENESS)
 
 
 def unavailable(why: str) -> QdrantRefusal:
@@ -67,7 +75,9 @@ class TermPool:
             if self._pool is None:
                 try:  # spawn: the API has threads, a fork could copy a held lock
                     context = multiprocessing.get_context("spawn")
-                    self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
+                    self._pool = ProcessPoolExecutor(
+                        max_workers=1, mp_context=context, initializer=_lower_priority
+                    )
                 except OSError as exc:
                     log.error("cannot start the BM25 term process: %s", exc)
                     raise unavailable(f"its process cannot start: {exc}") from exc
