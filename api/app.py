@@ -16,6 +16,7 @@ from api.metrics import ApiMeters, HttpMetrics, backlog_registry
 from api.middleware import install_door
 from api.openai_compat.service import EmbeddingSlots
 from api.qdrant import routes as qdrant
+from api.qdrant.term_pool import TermPool
 from api.recall.lexical import LexicalCollections
 from api.recall.query_cache import QueryCache
 from api.request_id import RequestId
@@ -60,6 +61,7 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
                 yield
         finally:
             await app.state.saver.close()
+            app.state.term_pool.close()
             if owned:
                 app.state.runtime.close()
 
@@ -103,6 +105,7 @@ def _start_embedding(app: FastAPI) -> None:
         wait=runtime.settings.recall_queue_seconds,
     )
     app.state.lexical = LexicalCollections(runtime.store)
+    app.state.term_pool = TermPool()  # a large /qdrant upsert's terms, in a child process
     # jieba's dictionary (seconds) loads beside the start; a recall before it is done waits
     chinese.warm_in_background(runtime.agents.languages())
     app.state.embedding_slots = EmbeddingSlots(

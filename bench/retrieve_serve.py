@@ -149,12 +149,12 @@ class Serve:
     """`memory-pool serve` on a data folder (its own embedded Redis), from this checkout or
     from another commit's files."""
 
-    def __init__(self, data: Path, embed_url: str, code: Path | None = None) -> None:
+    def __init__(self, data: Path, embed_url: str, code: Path | None = None, **extra: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = base_env(
             MEMORY_POOL_DATA_DIR=str(data), EMBEDDING_PROVIDER="openai",
-            EMBEDDING_BASE_URL=embed_url, OPENAI_API_KEY="bench", EMBEDDING_MODEL=MODEL,
+            EMBEDDING_BASE_URL=embed_url, OPENAI_API_KEY="bench", EMBEDDING_MODEL=MODEL, **extra,
         )  # fmt: skip
         env.pop("REDIS_URL", None)
         env.pop("QDRANT_URL", None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 # Points read per page while a scroll or a count checks what the engine was not given.
 SCAN_PAGE = 512
+# What makes the BM25 terms of texts in a language (api/qdrant/term_pool.py for the routes).
+TermsMaker = Callable[[Sequence[str], str], list[Terms]]
 _operations = itertools.count(1)
 
 
@@ -107,11 +109,15 @@ def _payload(payload: Mapping[str, Any], wanted: bool | list[str]) -> dict[str, 
 # --- writes -----------------------------------------------------------------------------------
 
 
-def _terms(points: Sequence[PointIn], language: str) -> list[Terms | None]:
+def _documents_terms(texts: Sequence[str], language: str) -> list[Terms]:
+    return documents_terms(list(texts), language)
+
+
+def _terms(points: Sequence[PointIn], language: str, make: TermsMaker) -> list[Terms | None]:
     """BM25 terms of each point's `text`, as a flush makes them (none without a text)."""
     texts = [(p.payload or {}).get(TEXT) for p in points]
     wanted = [i for i, text in enumerate(texts) if isinstance(text, str) and text]
-    made = documents_terms([str(texts[i]) for i in wanted], language) if wanted else []
+    made = make([str(texts[i]) for i in wanted], language) if wanted else []
     found: list[Terms | None] = [None] * len(points)
     for index, terms in zip(wanted, made, strict=True):
         found[index] = terms
@@ -127,7 +133,14 @@ def _check_text_length(points: Sequence[PointIn], limit: int) -> None:
         raise RequestTooLarge.of_text(chars, limit, "request")
 
 
-def upsert(runtime: Runtime, target: Target, points: Sequence[PointIn], *, wait: bool) -> dict:
+def upsert(
+    runtime: Runtime,
+    target: Target,
+    points: Sequence[PointIn],
+    *,
+    wait: bool,
+    make_terms: TermsMaker = _documents_terms,
+) -> dict:
     """All the points or none: a vector of another size than the collection's, or a bad id,
     refuses the whole request before anything is written."""
     limit = runtime.settings.max_messages_per_request
@@ -141,7 +154,7 @@ def upsert(runtime: Runtime, target: Target, points: Sequence[PointIn], *, wait:
     ids = [_point_id(p.id) for p in points]
     for point in points:
         _check_vector(state, point.vector)
-    terms = _terms(points, target.agent.language)
+    terms = _terms(points, target.agent.language, make_terms)
     written = [
         PointToWrite(pid, list(p.vector), dict(p.payload or {}), t)
         for pid, p, t in zip(ids, points, terms, strict=True)

@@ -27,6 +27,7 @@ from api.qdrant.schemas import (
     UpsertPoints,
 )
 from api.qdrant.shape import ACCESS, PREFIX, WITH_BODY, Answer, QdrantRefusal, ok, qdrant_errors
+from api.qdrant.term_pool import TermPool
 
 router = APIRouter(prefix=PREFIX, tags=["qdrant"])
 
@@ -97,7 +98,10 @@ async def upsert_points(
     of another size than the collection's refuses the request (400), nothing written."""
     started = time.perf_counter()
     found = target(runtime.agents, collection, request.headers)
-    result = await run_in_threadpool(points.upsert, runtime, found, body.points, wait=wait)
+    pool: TermPool = request.app.state.term_pool  # a large upsert's terms: in a child process
+    result = await run_in_threadpool(
+        points.upsert, runtime, found, body.points, wait=wait, make_terms=pool.terms
+    )
     return ok(result, started)
 
 

@@ -1,8 +1,11 @@
-"""The query's dense vector and BM25 terms, cached by text, with a bound on embeddings at once."""
+"""The query's dense vector and BM25 terms, cached by text, with a bound on how many are made at
+once."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from cachetools import TTLCache
 
@@ -21,9 +24,10 @@ class RecallBusy(RecallTimeout):
 class QueryCache:
     """Query embeddings by text: clients often ask the same text again within seconds.
 
-    At most `concurrency` queries are embedded at once. A recall abandoned at its timeout
-    still holds its slot until its embedding returns, so new queries wait at most `wait`
-    seconds for a slot and then fail fast, instead of piling up behind slow work.
+    At most `concurrency` queries are embedded, or their BM25 terms made, at once. A recall
+    abandoned at its timeout still holds its slot until its embedding returns, so new queries
+    wait at most `wait` seconds for a slot and then fail fast, instead of piling up behind slow
+    work.
     """
 
     def __init__(
@@ -44,6 +48,18 @@ class QueryCache:
         self._concurrency = concurrency
         self._wait = wait
 
+    @contextmanager
+    def _slot(self) -> Iterator[None]:
+        if not self._slots.acquire(timeout=self._wait):
+            raise RecallBusy(
+                f"{self._concurrency} queries are already being embedded or termed; answer without "
+                "memories (MEMORY_POOL_RECALL_CONCURRENCY)"
+            )
+        try:
+            yield
+        finally:
+            self._slots.release()
+
     def vector(self, text: str) -> list[float]:
         with self._lock:
             cached = self._cache.get(text)
@@ -51,15 +67,8 @@ class QueryCache:
             metrics.QUERY_CACHE.labels("hit").inc()
             return cached
         metrics.QUERY_CACHE.labels("miss").inc()
-        if not self._slots.acquire(timeout=self._wait):
-            raise RecallBusy(
-                f"{self._concurrency} query embeddings are already running; answer without "
-                "memories (MEMORY_POOL_RECALL_CONCURRENCY)"
-            )
-        try:
+        with self._slot():
             (vector,) = self.embedder.embed([text])
-        finally:
-            self._slots.release()
         if isinstance(vector, InputRejected):
             raise vector
         with self._lock:
@@ -71,7 +80,10 @@ class QueryCache:
         with self._lock:
             cached = self._terms.get(key)
         if cached is None:
-            cached = query_terms(text, language)
+            # in the API's process, and a Chinese query's jieba words hold its GIL (~0.3 s for
+            # 8,000 Han): under the same slots as the embeddings, so few are made at once
+            with self._slot():
+                cached = query_terms(text, language)
             with self._lock:
                 self._terms[key] = cached
         return cached

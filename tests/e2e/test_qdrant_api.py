@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from api.qdrant import term_pool
 from shared.agents import AgentConfig, Agents, ApiKey
 from shared.store.bm25_terms import lacking_terms
 from shared.store.interface import PAYLOAD_INDEXES
@@ -270,3 +271,23 @@ def test_what_st_writes_is_recalled_with_bm25_and_st_finds_discord_chunks(stack:
     hits = search(stack, "do you remember the harbour whales singing?", score_threshold=0.3)
     assert hits and hits[0]["payload"]["source"] == "discord"
     assert "whales" in hits[0]["payload"]["text"]
+
+
+def test_a_large_upsert_is_termed_in_a_child_and_its_loss_is_a_503(stack: Stack) -> None:
+    """Over IN_PROCESS_CHARS of text the terms are made in the term process (the API's GIL is
+    left to the other agents' recalls); a process that cannot be had refuses in Qdrant's shape."""
+    create(stack)
+    filler = " ".join(["the garden needs water"] * (term_pool.IN_PROCESS_CHARS // 20))
+    upsert(stack, st_point(f"{LIGHTHOUSE}\n{filler}", ["big-1"], stack))
+    assert stack.client.app.state.term_pool.started  # type: ignore[attr-defined]
+    assert lacking_terms(stack.runtime.store, ST) == 0
+    lexical = retrieve(stack, bot="seraphina", query_text="Bartholomew", score_threshold=0.99,
+                       lexical_threshold=0.01)  # fmt: skip
+    assert [hit["payload"]["messageIds"] for hit in lexical["hits"]] == ["big-1"]
+    stack.client.app.state.term_pool.close()  # type: ignore[attr-defined]
+    put = call(stack, "PUT", f"/collections/{ST}/points", {"points": [
+        st_point(f"{GARDEN}\n{filler}", ["big-2"], stack)]})  # fmt: skip
+    assert "Service unavailable" in refused(put, 503)
+    assert stack.runtime.store.count(ST) == 1
+    upsert(stack, st_point(GARDEN, ["small"], stack))  # a usual upsert is termed in process
+    assert stack.runtime.store.count(ST) == 2
