@@ -78,6 +78,12 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
     # Outermost: every answer to a page's request is readable by the page, the door's refusals
     # and the request-id middleware's 500 too (a bare network error tells the page nothing).
     app.add_middleware(Cors, origins=settings.cors_origin_names)
+    _install_routes(app, settings)
+    return app
+
+
+def _install_routes(app: FastAPI, settings: Settings) -> None:
+    """/save first: a request is matched against the routes in order, and it is the firehose."""
     app.include_router(save.router)
     document_save_body(app)
     app.include_router(retrieve.router)
@@ -92,7 +98,6 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI
     app.include_router(embeddings.router)
     app.state.mcp = install_mcp(app, settings.max_body_bytes)
     app.include_router(qdrant.router)  # last: its catch-all answers every other /qdrant path
-    return app
 
 
 def _start_embedding(app: FastAPI) -> None:
