@@ -13,7 +13,7 @@ from typing import Any
 from api.qdrant.access import Target
 from api.qdrant.schemas import CountRequest, PointIn, ScrollRequest, SearchRequest
 from api.qdrant.shape import QdrantRefusal, collection_missing
-from shared.embedding.bm25 import Terms, documents_terms
+from shared.embedding.bm25 import Terms
 from shared.errors import InvalidInput, MemoryPoolError, RequestTooLarge
 from shared.format.fields import TEXT
 from shared.runtime import Runtime
@@ -109,10 +109,6 @@ def _payload(payload: Mapping[str, Any], wanted: bool | list[str]) -> dict[str, 
 # --- writes -----------------------------------------------------------------------------------
 
 
-def _documents_terms(texts: Sequence[str], language: str) -> list[Terms]:
-    return documents_terms(list(texts), language)
-
-
 def _terms(points: Sequence[PointIn], language: str, make: TermsMaker) -> list[Terms | None]:
     """BM25 terms of each point's `text`, as a flush makes them (none without a text)."""
     texts = [(p.payload or {}).get(TEXT) for p in points]
@@ -139,7 +135,7 @@ def upsert(
     points: Sequence[PointIn],
     *,
     wait: bool,
-    make_terms: TermsMaker = _documents_terms,
+    make_terms: TermsMaker,
 ) -> dict:
     """All the points or none: a vector of another size than the collection's, or a bad id,
     refuses the whole request before anything is written."""
