@@ -13,8 +13,9 @@ and symbols (as Elasticsearch nori's default stop tags); Chinese all of jieba's 
 `+bigrams` adds the runs' bigrams to their words; `trigrams` (no dictionary) adds every run's
 character trigrams to its bigrams. Every variant reads the text in NFKC, as shipped.
 
-`jieba+bigrams` is what memory-pool ships for `auto` (and `chinese`): it is not rebuilt here but
-made by shared/embedding/bm25.py itself, with jieba loaded by shared/embedding/chinese.py.
+`jieba+sudachi+bigrams` is what memory-pool ships for `auto` (jieba's words for Chinese,
+SudachiPy's with its small dictionary for Japanese, bigrams for Korean): it is not rebuilt here
+but made by shared/embedding/bm25.py itself (shared/embedding/chinese.py, japanese.py).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from shared.embedding.cjk import _CJK_RUN, _SPAN, _bigrams
 Cutter = Callable[[str], list[str]]
 
 # What memory-pool ships for language auto: terms made by shared/embedding/bm25.py unpatched.
-SHIPPED = "jieba+bigrams"
+SHIPPED = "jieba+sudachi+bigrams"
 
 _KANA = re.compile("[\u3041-\u309f\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
 _HANGUL = re.compile("[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]")
@@ -85,6 +86,7 @@ SEGMENTERS: dict[str, tuple[str, ...]] = {
     "trigrams": (),
     "jieba": ("chinese",),
     "sudachi": ("japanese",),
+    "jieba+sudachi": ("chinese", "japanese"),
     "kiwi": ("korean",),
     "words": ("chinese", "japanese", "korean"),
 }

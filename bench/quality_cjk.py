@@ -1,10 +1,11 @@
 """Recall quality on Chinese, Japanese and Korean (bench/quality_cjk_data): dense alone, hybrid
 with uncut terms (language english) and hybrid with the CJK terms (language auto) cut by each
-asked segmenter (bench/cjk_segmenters: bigrams, jieba+bigrams as shipped, or jieba, SudachiPy,
-kiwipiepy, with or without bigrams), in the same run and with the default English embedding
-model, on sets generated from each seed; then what each segmenter costs (load, indexing, query).
+asked segmenter (bench/cjk_segmenters: bigrams, jieba+sudachi+bigrams as shipped, or jieba,
+SudachiPy, kiwipiepy, with or without bigrams), in the same run and with the default English
+embedding model, on sets generated from each seed; then what each segmenter costs (load,
+indexing, query).
 
-Run: .venv/bin/python -m bench.quality_cjk [--segmenter jieba+bigrams,words,words+bigrams]
+Run: .venv/bin/python -m bench.quality_cjk [--segmenter jieba+sudachi+bigrams,words,words+bigrams]
      [--seeds 11,12,13] [--paraphrase] [--no-cost]
 """
 
@@ -199,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--segmenter", default=cjk_segmenters.SHIPPED,
                         help="comma-separated (bigrams always runs): bigrams, trigrams (bigrams "
                              "and trigrams), jieba, sudachi, kiwi, words (the three), each also "
-                             "+bigrams (words and bigrams); jieba+bigrams is shipped")  # fmt: skip
+                             "+bigrams (words and bigrams); jieba+sudachi+bigrams is "
+                             "shipped")  # fmt: skip
     parser.add_argument("--seeds", default="11", help="sets generated from each, e.g. 11,12,13")
     parser.add_argument("--paraphrase", action="store_true",
                         help="ask each fact in other words than its own (the name or place "

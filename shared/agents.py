@@ -60,7 +60,8 @@ class AgentDefaults(BaseModel):
     fusion: Literal["dbsf", "rrf"] = "dbsf"
     # The BM25 stemmer and stopwords; a language Snowball does not know is not stemmed.
     # chinese, japanese, korean and auto also cut CJK text into bigrams (shared/embedding/cjk.py),
-    # chinese (and auto on Han alone) into jieba's words too (shared/embedding/chinese.py).
+    # chinese (and auto on Han alone) into jieba's words too (shared/embedding/chinese.py),
+    # japanese (and auto on text with kana) into SudachiPy's (shared/embedding/japanese.py).
     # Changing it re-makes the terms of the whole collection (the backfill does it).
     language: str = Field(DEFAULT_LANGUAGE, min_length=1, max_length=32)
     # The BM25 score a point needs to enter the fusion from the lexical leg (see README).

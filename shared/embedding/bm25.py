@@ -14,8 +14,8 @@ from pathlib import Path
 from fastembed.sparse.bm25 import Bm25, supported_languages
 from fastembed.sparse.sparse_embedding_base import SparseEmbedding
 
-from shared.embedding import chinese
-from shared.embedding.cjk import chinese_script, segmented
+from shared.embedding import chinese, japanese
+from shared.embedding.cjk import chinese_script, japanese_script, segmented, without_hangul
 
 # The named sparse vector beside st-qdrant-memory's unnamed dense one.
 VECTOR_NAME = "bm25"
@@ -24,7 +24,8 @@ VECTOR_NAME = "bm25"
 ENCODING_VERSION = 1
 DEFAULT_LANGUAGE = "english"
 # Languages whose CJK runs are cut into bigrams (shared/embedding/cjk.py); chinese, and auto for
-# a text of Han alone, also into jieba's words (shared/embedding/chinese.py). Their Latin runs
+# a text of Han alone, also into jieba's words (shared/embedding/chinese.py); japanese, and auto
+# for a text with kana, into SudachiPy's (shared/embedding/japanese.py). Their Latin runs
 # are stemmed as English, the language most often mixed into their chats. Any other language
 # leaves CJK text uncut, as before, so its collections keep their terms.
 CJK_LANGUAGES = frozenset({"chinese", "japanese", "korean", "auto"})
@@ -75,17 +76,16 @@ def known_language(language: str) -> bool:
     return _stemmer(language) != "none"
 
 
-def _cuts_words(language: str) -> bool:
-    return language.lower() in chinese.WORD_LANGUAGES
-
-
 def encoding_of(language: str) -> str:
     """What a collection records: terms made by another encoding must be made again. CJK
     languages read the text in NFKC (cjk.py); their first encoding, "+cjk-bigrams", did not, so
     a collection recorded with it is termed again by the backfill. chinese and auto add jieba's
-    words (its version pinned): their collections of "+nfkc-cjk-bigrams" are termed again."""
+    words (its version pinned), japanese and auto SudachiPy's (its and its dictionary's): their
+    collections recorded before are termed again."""
+    lang = language.lower()
     cut = "+nfkc-cjk-bigrams" if cuts_cjk(language) else ""
-    cut += "+jieba-0.42.1" if _cuts_words(language) else ""
+    cut += "+jieba-0.42.1" if lang in chinese.WORD_LANGUAGES else ""
+    cut += japanese.ENCODING if lang in japanese.WORD_LANGUAGES else ""
     return f"v{ENCODING_VERSION}:{_stemmer(language)}{cut}"
 
 
@@ -109,6 +109,8 @@ def _prepared(text: str, language: str) -> str:
     lang = language.lower()
     if lang == "chinese" or (lang == "auto" and chinese_script(text)):
         return segmented(text, chinese.words)
+    if lang == "japanese" or (lang == "auto" and japanese_script(text)):
+        return segmented(text, japanese.words, reads=without_hangul)
     return segmented(text) if cuts_cjk(language) else text
 
 

@@ -1,5 +1,6 @@
 """Chinese cutting: jieba's words beside the bigrams for `chinese` and for `auto` on a text of
-Han alone; Japanese, Korean and English as before."""
+Han alone; Japanese (SudachiPy, tests/shared/embedding/test_japanese_words.py), Korean and English
+never get jieba's words."""
 
 from __future__ import annotations
 
@@ -43,10 +44,11 @@ def test_the_script_says_chinese_when_there_is_no_kana_and_no_hangul(
 @pytest.mark.parametrize(
     ("text", "language", "cut"),
     [("洗衣机", "chinese", " 洗衣机 洗衣 衣机 "), ("洗衣机", "auto", " 洗衣机 洗衣 衣机 "),
-     ("洗衣机", "japanese", " 洗衣 衣机 "), ("洗衣机", "korean", " 洗衣 衣机 "),
+     # japanese: SudachiPy's words, which read 洗 as Japanese (洗う)
+     ("洗衣机", "japanese", " 洗い 衣 机 洗衣 衣机 "), ("洗衣机", "korean", " 洗衣 衣机 "),
      ("洗衣机", "english", "洗衣机"),
-     # auto: a text with kana is Japanese, one with Hangul Korean: bigrams only
-     ("洗衣机を買った", "auto", " 洗衣 衣机 机を を買 買っ った "),
+     # auto: a text with kana is Japanese (SudachiPy's words), one with Hangul Korean (bigrams)
+     ("洗衣机を買った", "auto", " 洗い 衣 机 買う 洗衣 衣机 机を を買 買っ った "),
      ("洗衣机 샀어", "auto", " 洗衣 衣机   샀어 ")],
 )  # fmt: skip
 def test_each_language_cuts_as_it_ships(text: str, language: str, cut: str) -> None:
@@ -54,22 +56,23 @@ def test_each_language_cuts_as_it_ships(text: str, language: str, cut: str) -> N
 
 
 def test_a_word_only_jieba_gives_is_one_term_of_the_query_and_of_the_document() -> None:
-    bigrams = set(query_terms("洗衣机", "japanese").indices)
+    bigrams = set(query_terms("洗衣机", "korean").indices)
     word = set(query_terms("洗衣机", "chinese").indices) - bigrams
     assert len(word) == 1
     assert word <= set(document_terms("我昨天买了一台洗衣机", "chinese").indices)
     assert word <= set(document_terms("我昨天买了一台洗衣机", "auto").indices)
     assert not word & set(document_terms("我昨天买了一台洗衣机", "japanese").indices)
+    assert not word & set(document_terms("我昨天买了一台洗衣机", "korean").indices)
 
 
 @pytest.mark.parametrize(
     ("language", "encoding"),
     [("chinese", "v1:english+nfkc-cjk-bigrams+jieba-0.42.1"),
-     ("Auto", "v1:english+nfkc-cjk-bigrams+jieba-0.42.1"),
-     ("japanese", "v1:english+nfkc-cjk-bigrams"), ("korean", "v1:english+nfkc-cjk-bigrams"),
-     ("english", "v1:english")],
+     ("Auto", "v1:english+nfkc-cjk-bigrams+jieba-0.42.1+sudachi-0.7.0-small-20261015"),
+     ("japanese", "v1:english+nfkc-cjk-bigrams+sudachi-0.7.0-small-20261015"),
+     ("korean", "v1:english+nfkc-cjk-bigrams"), ("english", "v1:english")],
 )  # fmt: skip
-def test_only_chinese_and_auto_record_a_new_encoding(language: str, encoding: str) -> None:
+def test_each_word_cutter_is_named_in_the_encoding(language: str, encoding: str) -> None:
     assert encoding_of(language) == encoding
 
 

@@ -63,9 +63,9 @@ def test_a_word_only_jieba_gives_whole_puts_its_chunk_first(opened: Store, langu
 
 
 def test_with_bigrams_alone_the_chunk_of_the_bigrams_comes_first(opened: Store) -> None:
-    # what jieba's word adds: the same question and chunks, cut as japanese (bigrams only)
-    _write(opened, "japanese")
-    assert recalled(opened, "洗衣机坏了", "japanese")[:1] == [CHUNKS[2]]
+    # what jieba's word adds: the same question and chunks, cut as korean (bigrams only)
+    _write(opened, "korean")
+    assert recalled(opened, "洗衣机坏了", "korean")[:1] == [CHUNKS[2]]
 
 
 @pytest.mark.parametrize("language", ["chinese", "auto"])
@@ -75,9 +75,9 @@ def test_mixed_chinese_and_english_is_found_by_both(opened: Store, language: str
     assert CHUNKS[3] in recalled(opened, "车库里有什么？", language)[:1]
 
 
-def test_auto_cuts_a_japanese_text_into_bigrams_only(opened: Store) -> None:
-    # 洗衣机を買った has kana: Japanese, so its 洗衣机 is no word of its own and the Chinese
-    # chunk, which has the word, is the first for a Chinese question
+def test_auto_cuts_a_japanese_text_as_japanese(opened: Store) -> None:
+    # 洗衣机を買った has kana: Japanese (SudachiPy's words), so its 洗衣机 is no word of its
+    # own and the Chinese chunk, which has the word, is the first for a Chinese question
     _write(opened, "auto")
     assert document_terms(CHUNKS[4], "auto") == document_terms(CHUNKS[4], "japanese")
     assert recalled(opened, "洗衣机坏了", "auto")[:1] == [CHUNKS[1]]
@@ -89,7 +89,7 @@ def test_a_collection_of_bigrams_alone_is_termed_again_with_words(
 ) -> None:
     """A chinese or auto collection recorded before jieba ("+nfkc-cjk-bigrams") gets its terms
     dropped and made again, so the word finds its chunk first afterwards."""
-    _write(opened, "japanese")
+    _write(opened, "korean")
     client = redis.Redis.from_url(redis_server.url)
     client.flushall()
     bm25_store.record_encoding(opened, NAME, "v1:english+nfkc-cjk-bigrams")
@@ -104,13 +104,13 @@ def test_a_collection_of_bigrams_alone_is_termed_again_with_words(
     assert recalled(opened, "洗衣机坏了", language)[:1] == [CHUNKS[1]]
 
 
-def test_a_japanese_collection_keeps_its_terms(opened: Store, redis_server: RedisServer) -> None:
-    _write(opened, "japanese")
+def test_a_korean_collection_keeps_its_terms(opened: Store, redis_server: RedisServer) -> None:
+    _write(opened, "korean")
     client = redis.Redis.from_url(redis_server.url)
     client.flushall()
-    bm25_store.record_encoding(opened, NAME, encoding_of("japanese"))
+    bm25_store.record_encoding(opened, NAME, encoding_of("korean"))
     guard = CollectionGuard(opened, FarEmbedder(), client)  # type: ignore[arg-type]
-    report = backfill([AgentConfig(name="cjk", language="japanese")], store=opened,
+    report = backfill([AgentConfig(name="cjk", language="korean")], store=opened,
                       collections=guard, client=client)  # fmt: skip
     client.close()
     assert report.dropped == []
