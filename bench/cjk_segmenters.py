@@ -53,9 +53,9 @@ def script_language(text: str) -> str:
 def _sudachi() -> Cutter:
     from sudachipy import Dictionary, SplitMode
 
-    # SUDACHI_DICT=small|core|full: which SudachiDict package (default: SudachiPy's, core)
-    chosen = os.environ.get("SUDACHI_DICT")
-    tokenizer = (Dictionary(dict=chosen) if chosen else Dictionary()).create(SplitMode.C)
+    # SUDACHI_DICT=small|core|full: which SudachiDict package (default: small, as shipped; the
+    # others are installed by hand)
+    tokenizer = Dictionary(dict=os.environ.get("SUDACHI_DICT", "small")).tokenizer(SplitMode.C)
 
     def cut(run: str) -> list[str]:
         return [
