@@ -23,7 +23,7 @@ from shared.store import bm25_terms as bm25_store
 from shared.store.interface import PointToWrite, Store
 from tests.support.redis_server import RedisServer
 from tests.support.stores import KINDS, open_store
-from workers.backfill import backfill
+from workers.backfill import BackfillReport, backfill
 from workers.collections import CollectionGuard
 
 NAME = "mem_cjk"
@@ -113,6 +113,38 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         yield opened
 
 
+def write_chunks(store: Store, chunks: list[str], language: str) -> None:
+    """The chunks as points of one collection, termed in `language`, vectors by chunk_vec."""
+    store.ensure_collection(NAME, size=DIM, model=FarEmbedder.model)
+    store.upsert(NAME, [
+        PointToWrite(str(uuid.uuid4()), chunk_vec(i), {"text": text},
+                     document_terms(text, language))
+        for i, text in enumerate(chunks)
+    ])  # fmt: skip
+
+
+def reterm(store: Store, redis_url: str, recorded: str | None, language: str) -> BackfillReport:
+    """One backfill of the collection for an agent of `language`, its encoding recorded as
+    `recorded` first (as an older version left it)."""
+    client = redis.Redis.from_url(redis_url)
+    client.flushall()
+    if recorded is not None:
+        bm25_store.record_encoding(store, NAME, recorded)
+    guard = CollectionGuard(store, FarEmbedder(), client)  # type: ignore[arg-type]
+    try:
+        return backfill([AgentConfig(name="cjk", language=language)], store=store,
+                        collections=guard, client=client)  # fmt: skip
+    finally:
+        client.close()
+
+
+def termed_anew(store: Store, report: BackfillReport, chunks: int, language: str) -> bool:
+    state = store.collection(NAME)
+    return (report.dropped == [NAME] and report.points == chunks and state is not None
+            and state.bm25_encoding == encoding_of(language)
+            and bm25_store.lacking_terms(store, NAME) == 0)  # fmt: skip
+
+
 def recalled(store: Store, question: str, language: str, mode: str = "hybrid") -> list[str]:
     # eight chunks give every term a small IDF: the threshold a large collection needs is lowered
     request = RecallRequest(question, frozenset(), 2, -1.0, RecallFilters(), mode,  # type: ignore[arg-type]
@@ -174,15 +206,6 @@ def test_a_collection_termed_before_nfkc_is_termed_again_by_the_backfill(
 ) -> None:
     """A collection recorded with the first CJK encoding (no NFKC) gets its terms dropped and
     made again, so the full-width chunk is found by an ASCII question afterwards."""
-    client = redis.Redis.from_url(redis_server.url)
-    client.flushall()
-    bm25_store.record_encoding(store, NAME, "v1:english+cjk-bigrams")
-    guard = CollectionGuard(store, FarEmbedder(), client)  # type: ignore[arg-type]
-    report = backfill([AgentConfig(name="cjk", language="japanese")], store=store,
-                      collections=guard, client=client)  # fmt: skip
-    client.close()
-    assert report.dropped == [NAME] and report.points == len(CHUNKS)
-    state = store.collection(NAME)
-    assert state is not None and state.bm25_encoding == encoding_of("japanese")
-    assert bm25_store.lacking_terms(store, NAME) == 0
+    report = reterm(store, redis_server.url, "v1:english+cjk-bigrams", "japanese")
+    assert termed_anew(store, report, len(CHUNKS), "japanese")
     assert CHUNKS[8] in recalled(store, "ＵＳＪ", "japanese")[:1]

@@ -4,22 +4,11 @@ them termed again by the backfill."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-import redis
 
-from shared.agents import AgentConfig
-from shared.embedding.bm25 import document_terms, encoding_of
-from shared.store import bm25_terms as bm25_store
-from shared.store.interface import PointToWrite, Store
-from tests.shared.store.test_cjk_terms import DIM, NAME, FarEmbedder, chunk_vec, recalled
+from shared.store.interface import Store
+from tests.shared.store.test_cjk_terms import recalled, reterm, termed_anew, write_chunks
 from tests.support.redis_server import RedisServer
-from tests.support.stores import KINDS, open_store
-from workers.backfill import backfill
-from workers.collections import CollectionGuard
 
 CHUNKS = [
     "Yui: 先週、友達とカラオケで歌いました。",
@@ -32,31 +21,16 @@ CHUNKS = [
 ASKED = "誰と歌った？"
 
 
-def _write(store: Store, language: str) -> None:
-    store.ensure_collection(NAME, size=DIM, model=FarEmbedder.model)
-    store.upsert(NAME, [
-        PointToWrite(str(uuid.uuid4()), chunk_vec(i), {"text": text},
-                     document_terms(text, language))
-        for i, text in enumerate(CHUNKS)
-    ])  # fmt: skip
-
-
-@pytest.fixture(params=KINDS)
-def opened(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    with open_store(request.param, tmp_path) as store:
-        yield store
-
-
 @pytest.mark.parametrize("language", ["japanese", "auto"])
 def test_a_verb_asked_in_another_form_finds_its_chunk(opened: Store, language: str) -> None:
-    _write(opened, language)
+    write_chunks(opened, CHUNKS, language)
     assert recalled(opened, ASKED, language)[:1] == [CHUNKS[0]]
     assert CHUNKS[0] not in recalled(opened, ASKED, language, mode="dense")
 
 
 def test_with_bigrams_alone_it_is_not_found(opened: Store) -> None:
     # what SudachiPy adds: the same question and chunks, cut as korean (bigrams only)
-    _write(opened, "korean")
+    write_chunks(opened, CHUNKS, "korean")
     assert CHUNKS[0] not in recalled(opened, ASKED, "korean")
 
 
@@ -70,16 +44,7 @@ def test_a_collection_termed_before_sudachi_is_termed_again(
 ) -> None:
     """A japanese or auto collection recorded before SudachiPy's words gets its terms dropped
     and made again, so the verb finds its chunk afterwards."""
-    _write(opened, "korean")
-    client = redis.Redis.from_url(redis_server.url)
-    client.flushall()
-    bm25_store.record_encoding(opened, NAME, recorded)
-    guard = CollectionGuard(opened, FarEmbedder(), client)  # type: ignore[arg-type]
-    report = backfill([AgentConfig(name="cjk", language=language)], store=opened,
-                      collections=guard, client=client)  # fmt: skip
-    client.close()
-    assert report.dropped == [NAME] and report.points == len(CHUNKS)
-    state = opened.collection(NAME)
-    assert state is not None and state.bm25_encoding == encoding_of(language)
-    assert bm25_store.lacking_terms(opened, NAME) == 0
+    write_chunks(opened, CHUNKS, "korean")
+    report = reterm(opened, redis_server.url, recorded, language)
+    assert termed_anew(opened, report, len(CHUNKS), language)
     assert recalled(opened, ASKED, language)[:1] == [CHUNKS[0]]
