@@ -8,21 +8,15 @@ DIR` measures another checkout (e.g. a `git archive` of an older commit) in the 
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-import sys
 import time
+
+from bench import other_code
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--code", help="a checkout to measure (default: this one)")
-    parser.add_argument("--requests", type=int, default=3000)
-    parser.add_argument("--passes", type=int, default=7)
-    options = parser.parse_args()
-    if options.code:
-        sys.path.insert(0, options.code)
+    options = other_code.parse(__doc__, requests=3000, passes=7)
     from api.ingest import ingest
     from api.schemas import SaveRequest
     from bench.traffic import DiscordTraffic

@@ -7,20 +7,16 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
+from bench import other_code
+
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--code", help="a checkout whose shared/ to measure (default: this one)")
-    parser.add_argument("--requests", type=int, default=3000)
-    options = parser.parse_args()
-    if options.code:
-        sys.path.insert(0, options.code)
+    options = other_code.parse(__doc__, requests=3000)
     import redis
 
     import shared.state.buffers

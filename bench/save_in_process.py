@@ -8,15 +8,14 @@ by the event loop thread's CPU, so load moves it less than the HTTP bench. Passe
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 
+from bench import other_code
 from bench.stack import LOCAL_MODEL
 
 JSON = {"content-type": "application/json"}
@@ -54,13 +53,7 @@ async def _measure(requests: int, passes: int) -> dict[str, list[float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--code", help="a checkout to measure (default: this one)")
-    parser.add_argument("--requests", type=int, default=1500)
-    parser.add_argument("--passes", type=int, default=4)
-    options = parser.parse_args()
-    if options.code:
-        sys.path.insert(0, options.code)
+    options = other_code.parse(__doc__, requests=1500, passes=4)
     from tests.support.redis_server import RedisServer
 
     server = RedisServer().start()
