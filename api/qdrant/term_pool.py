@@ -4,12 +4,18 @@ Terms are made where the points are written, and jieba (Chinese words) is pure P
 the API's process, 200 texts of 5,000 random Han took ~33 s of its GIL, while every other
 agent's /retrieve in the same process waited (BENCHMARKS.md, section 15.3). An upsert of more
 text than IN_PROCESS_CHARS is termed in one child process instead (spawned on the first such
-upsert, its own fastembed and jieba, at nice 10; later ones wait their turn there);
-st-qdrant-memory's usual upsert, one chunk, is termed in process as before. Both make the same
-terms (shared/embedding/bm25.py `documents_terms`, the same code and dictionary).
+upsert, its own fastembed, jieba and SudachiPy, at nice 10); st-qdrant-memory's usual upsert,
+one chunk, is termed in process as before. Both make the same terms (shared/embedding/bm25.py
+`documents_terms`, the same code and dictionaries).
 
-A child that died (killed, out of memory) is replaced once per request; when that fails too the
-upsert is answered 503 in Qdrant's shape, nothing written.
+Large upserts take turns in the child, one at a time, so each one's deadline covers its own
+work alone. Each refusal below is a 503 in Qdrant's shape with nothing written, and the client
+(st-qdrant-memory retries nothing, a script may) can send it again:
+- more than MAX_QUEUED large upserts at once: the next is refused at once rather than holding
+  one of the API's threads while it waits (they also serve every agent's /retrieve);
+- a child that died (killed, out of memory) is replaced once per request, and twice is a 503;
+- a child that has not answered by the deadline (stopped, swapping, a pathological text) is
+  killed and the upsert refused; the next large upsert starts a fresh child.
 """
 
 from __future__ import annotations
@@ -18,8 +24,9 @@ import logging
 import multiprocessing
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 
 from api.qdrant.shape import QdrantRefusal
@@ -32,6 +39,16 @@ log = logging.getLogger(__name__)
 # than that (section 15.3).
 IN_PROCESS_CHARS = 4000
 CHILD_NICENESS = 10
+# Large upserts running or waiting in the child at once; one more is refused (503) at once.
+MAX_QUEUED = 4
+# The deadline of one upsert in the child: DEADLINE_BASE seconds and one more for every
+# DEADLINE_CHARS_PER_SECOND characters. The slowest text measured, random Han through jieba,
+# is termed at ~18,000 characters a second; 4,000 leaves room for a busy machine, so a full
+# 8 MiB body of Han (~2.8 M characters) has ~12 minutes, and English far less work.
+DEADLINE_BASE = 30.0
+DEADLINE_CHARS_PER_SECOND = 4000.0
+
+MakeTerms = Callable[[list[str], str], list[Terms]]
 
 
 def _lower_priority() -> None:
@@ -50,23 +67,66 @@ def unavailable(why: str) -> QdrantRefusal:
 class TermPool:
     """Terms of an upsert's texts: in process up to `in_process_chars`, else in the child."""
 
-    def __init__(self, in_process_chars: int | None = None) -> None:
+    def __init__(
+        self,
+        in_process_chars: int | None = None,
+        *,
+        max_queued: int = MAX_QUEUED,
+        deadline_base: float = DEADLINE_BASE,
+        deadline_chars_per_second: float = DEADLINE_CHARS_PER_SECOND,
+        child_terms: MakeTerms = documents_terms,  # picklable: module-level, or a partial of one
+    ) -> None:
         self.in_process_chars = IN_PROCESS_CHARS if in_process_chars is None else in_process_chars
+        self.max_queued = max_queued
+        self.deadline_base = deadline_base
+        self.deadline_chars_per_second = deadline_chars_per_second
+        self.child_terms = child_terms
         self._lock = threading.Lock()
+        self._turn = threading.Lock()  # one upsert in the child at a time
+        self._queued = 0
         self._pool: ProcessPoolExecutor | None = None
         self._closed = False
 
     def terms(self, texts: Sequence[str], language: str) -> list[Terms]:
-        if sum(len(text) for text in texts) <= self.in_process_chars:
+        chars = sum(len(text) for text in texts)
+        if chars <= self.in_process_chars:
             return documents_terms(list(texts), language)
+        with self._lock:
+            if self._queued >= self.max_queued:
+                raise unavailable(
+                    f"{self._queued} other large upserts are already waiting for its process"
+                )
+            self._queued += 1
+        try:
+            with self._turn:
+                return self._in_child(list(texts), language, self.deadline(chars))
+        finally:
+            with self._lock:
+                self._queued -= 1
+
+    def deadline(self, chars: int) -> float:
+        return self.deadline_base + chars / self.deadline_chars_per_second
+
+    def _in_child(self, texts: list[str], language: str, deadline: float) -> list[Terms]:
         for _ in range(2):  # a dead child is replaced once
             pool = self._current()
             try:
-                return pool.submit(documents_terms, list(texts), language).result()
+                return pool.submit(self.child_terms, texts, language).result(timeout=deadline)
             except BrokenProcessPool:
                 log.warning("the BM25 term process stopped; starting another", exc_info=True)
                 self._discard(pool)
+            except FutureTimeout:
+                log.error(
+                    "the BM25 term process did not answer within %.0f s; killing it", deadline
+                )
+                self._discard(pool, kill=True)
+                raise unavailable(f"its process did not answer within {deadline:.0f} s") from None
         raise unavailable("its process stopped twice")
+
+    @property
+    def queued(self) -> int:
+        """Large upserts running or waiting in the child now."""
+        return self._queued
 
     def _current(self) -> ProcessPoolExecutor:
         with self._lock:
@@ -83,10 +143,15 @@ class TermPool:
                     raise unavailable(f"its process cannot start: {exc}") from exc
             return self._pool
 
-    def _discard(self, pool: ProcessPoolExecutor) -> None:
+    def _discard(self, pool: ProcessPoolExecutor, *, kill: bool = False) -> None:
         with self._lock:
             if self._pool is pool:
                 self._pool = None
+        if kill:
+            # ProcessPoolExecutor has no public way to end a busy worker before Python 3.14's
+            # kill_workers(); SIGKILL also ends a stopped (SIGSTOP) process.
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.kill()
         pool.shutdown(wait=False, cancel_futures=True)
 
     @property
@@ -94,9 +159,11 @@ class TermPool:
         return self._pool is not None
 
     def close(self) -> None:
-        """Stops the child (the app's shutdown); later large upserts are answered 503."""
+        """Ends the child (the app's shutdown), busy or not: an upsert still waiting for it is
+        answered 503, nothing written, as are later large upserts."""
         with self._lock:
             self._closed = True
-            pool, self._pool = self._pool, None
+            pool = self._pool
         if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            self._discard(pool, kill=True)
+            pool.shutdown(wait=True)  # reaps the killed child

@@ -1,14 +1,19 @@
 """A large /qdrant upsert's BM25 terms are made in a child process (api/qdrant/term_pool.py):
-the same terms as in process, a small upsert's still in process, a killed child replaced, and
-a child that cannot be had answered 503 in Qdrant's shape."""
+the same terms as in process, a small upsert's still in process, a killed child replaced, a
+child that cannot be had, too many upserts waiting and a child that hangs answered 503 in
+Qdrant's shape."""
 
 from __future__ import annotations
 
 import os
 import random
 import signal
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,11 +21,13 @@ import pytest
 from api.qdrant import term_pool
 from api.qdrant.shape import QdrantRefusal
 from api.qdrant.term_pool import TermPool
-from shared.embedding.bm25 import documents_terms
+from shared.embedding.bm25 import Terms, documents_terms
+from tests.support.gated_terms import after_gate
 
 RNG = random.Random(28)
 HAN = ["".join(chr(RNG.randrange(0x4E00, 0x9FA5)) for _ in range(3000)) for _ in range(3)]
 MIXED = "雷门前的灯塔 Bartholomew rowed to the lighthouse，在雾里等她。ＮＨＫ ２０２４"
+JAPANESE = "昨日、山田さんと浅草の雷門で抹茶アイスを食べました。カラオケで歌いました。" * 40
 ENGLISH = ["Alex: Bartholomew rowed to the lighthouse in the fog"] * 40 + ["the garden"] * 200
 
 
@@ -33,7 +40,12 @@ def pool() -> Iterator[TermPool]:
 
 @pytest.mark.parametrize(
     ("texts", "language"),
-    [([*HAN, MIXED], "chinese"), ([*HAN, MIXED], "auto"), (ENGLISH, "english")],
+    [
+        ([*HAN, MIXED], "chinese"),
+        ([*HAN, MIXED, JAPANESE], "auto"),
+        ([JAPANESE, MIXED], "japanese"),
+        (ENGLISH, "english"),
+    ],
 )
 def test_terms_made_in_the_child_are_the_ones_made_in_process(
     pool: TermPool, texts: list[str], language: str
@@ -92,3 +104,101 @@ def test_a_closed_pool_is_a_503_for_a_large_upsert_only(pool: TermPool) -> None:
     with pytest.raises(QdrantRefusal) as refused:
         pool.terms(ENGLISH, "english")
     assert refused.value.status == 503
+
+
+def _children(pool: TermPool) -> list[int]:
+    return list(pool._current()._processes)  # type: ignore[attr-defined]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+class _Upsert(threading.Thread):
+    """One large upsert's terms asked of the pool from a thread of its own, as the route's
+    threadpool does."""
+
+    def __init__(self, pool: TermPool) -> None:
+        super().__init__(daemon=True)
+        self.pool = pool
+        self.terms: list[Terms] | None = None
+        self.refused: QdrantRefusal | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.terms = self.pool.terms(ENGLISH, "english")
+        except QdrantRefusal as exc:
+            self.refused = exc
+
+
+def _until(condition: Any, limit: float = 30.0) -> None:
+    until = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < until, "timed out"
+        time.sleep(0.01)
+
+
+def test_more_large_upserts_than_the_queue_holds_are_refused_at_once(tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    pool = TermPool(in_process_chars=100, max_queued=2, child_terms=partial(after_gate, gate))
+    try:
+        waiting = [_Upsert(pool), _Upsert(pool)]
+        _until(lambda: pool.queued == 2)
+        started = time.monotonic()
+        with pytest.raises(QdrantRefusal) as refused:
+            pool.terms(ENGLISH, "english")
+        assert time.monotonic() - started < 1.0  # refused, not queued
+        assert refused.value.status == 503 and "already waiting" in refused.value.message
+        assert pool.terms(["a small one"], "english") == documents_terms(["a small one"], "english")
+        gate.touch()
+        for upsert in waiting:
+            upsert.join(60)
+            assert upsert.terms == documents_terms(ENGLISH, "english")
+        assert pool.queued == 0
+        assert pool.terms(ENGLISH, "english") == documents_terms(ENGLISH, "english")
+    finally:
+        gate.touch()
+        pool.close()
+
+
+def test_a_hung_child_is_killed_at_its_deadline_and_the_next_upsert_gets_a_fresh_one() -> None:
+    # A child's start (its imports) counts in its deadline: 60 s while one starts, 1 s to wait
+    # for the one that hangs.
+    pool = TermPool(in_process_chars=100, deadline_base=60.0, deadline_chars_per_second=1e9)
+    try:
+        assert pool.terms(ENGLISH, "english") == documents_terms(ENGLISH, "english")
+        (hung,) = _children(pool)
+        os.kill(hung, signal.SIGSTOP)
+        pool.deadline_base = 1.0
+        started = time.monotonic()
+        with pytest.raises(QdrantRefusal) as refused:
+            pool.terms(ENGLISH, "english")
+        assert 0.9 < time.monotonic() - started < 10.0
+        assert refused.value.status == 503 and "did not answer within 1 s" in refused.value.message
+        _until(lambda: not _alive(hung), limit=10.0)  # killed and reaped, not left stopped
+        pool.deadline_base = 60.0
+        assert pool.terms(ENGLISH, "english") == documents_terms(ENGLISH, "english")
+        assert _children(pool) != [hung]
+    finally:
+        pool.close()
+
+
+def test_closing_ends_a_busy_child_and_answers_its_waiters_503(tmp_path: Path) -> None:
+    gate = tmp_path / "gate"  # never opened: the child stays busy until it is ended
+    pool = TermPool(in_process_chars=100, child_terms=partial(after_gate, gate))
+    waiting = [_Upsert(pool), _Upsert(pool)]
+    _until(lambda: pool.queued == 2 and pool.started)
+    _until(lambda: bool(_children(pool)))
+    (child,) = _children(pool)
+    started = time.monotonic()
+    pool.close()
+    assert time.monotonic() - started < 10.0
+    for upsert in waiting:
+        upsert.join(10)
+        assert upsert.refused is not None and upsert.refused.status == 503
+    assert not _alive(child)
