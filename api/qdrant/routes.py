@@ -26,7 +26,16 @@ from api.qdrant.schemas import (
     UpdateResult,
     UpsertPoints,
 )
-from api.qdrant.shape import ACCESS, PREFIX, WITH_BODY, Answer, QdrantRefusal, ok, qdrant_errors
+from api.qdrant.shape import (
+    ACCESS,
+    PREFIX,
+    UPSERT,
+    WITH_BODY,
+    Answer,
+    QdrantRefusal,
+    ok,
+    qdrant_errors,
+)
 from api.qdrant.term_pool import TermPool
 
 router = APIRouter(prefix=PREFIX, tags=["qdrant"])
@@ -86,7 +95,7 @@ async def delete_collection(
     return ok(await run_in_threadpool(collections.delete_own_points, runtime, found), started)
 
 
-@router.put(POINTS, response_model=Answer[UpdateResult], responses=WITH_BODY)
+@router.put(POINTS, response_model=Answer[UpdateResult], responses=UPSERT)
 async def upsert_points(
     collection: Collection,
     body: UpsertPoints,

@@ -105,3 +105,8 @@ WITH_BODY = ACCESS | qdrant_errors(
     e413="The body is over MEMORY_POOL_MAX_BODY_BYTES, or holds more points than "
     "MEMORY_POOL_MAX_MESSAGES or more characters of `text` than MEMORY_POOL_MAX_CHARS."
 )
+UPSERT = WITH_BODY | qdrant_errors(
+    e503="The store is unavailable, or the BM25 terms of a large upsert could not be made "
+    "(four large upserts already waiting, or their process stopped or did not answer in time); "
+    "nothing was written, send it again."
+)

@@ -43,8 +43,8 @@ CHILD_NICENESS = 10
 MAX_QUEUED = 4
 # The deadline of one upsert in the child: DEADLINE_BASE seconds and one more for every
 # DEADLINE_CHARS_PER_SECOND characters. The slowest text measured, random Han through jieba,
-# is termed at ~18,000 characters a second; 4,000 leaves room for a busy machine, so a full
-# 8 MiB body of Han (~2.8 M characters) has ~12 minutes, and English far less work.
+# is termed at ~18,000 characters a second; 4,000 leaves room for a busy machine, so the most
+# text one upsert may hold (MEMORY_POOL_MAX_CHARS, 1,000,000 by default) has 280 s.
 DEADLINE_BASE = 30.0
 DEADLINE_CHARS_PER_SECOND = 4000.0
 
