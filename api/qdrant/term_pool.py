@@ -115,12 +115,17 @@ class TermPool:
             except BrokenProcessPool:
                 log.warning("the BM25 term process stopped; starting another", exc_info=True)
                 self._discard(pool)
+            except RuntimeError:  # shut down (close(), the app's shutdown) after _current()
+                self._discard(pool)  # the next _current() answers why
             except FutureTimeout:
                 log.error(
                     "the BM25 term process did not answer within %.0f s; killing it", deadline
                 )
                 self._discard(pool, kill=True)
                 raise unavailable(f"its process did not answer within {deadline:.0f} s") from None
+            except Exception as exc:  # raised in the child (out of memory there, say): no 500
+                log.exception("the BM25 term process failed")
+                raise unavailable(f"its process failed: {type(exc).__name__}") from exc
         raise unavailable("its process stopped twice")
 
     @property

@@ -202,3 +202,34 @@ def test_closing_ends_a_busy_child_and_answers_its_waiters_503(tmp_path: Path) -
         upsert.join(10)
         assert upsert.refused is not None and upsert.refused.status == 503
     assert not _alive(child)
+
+
+def _fails(texts: list[str], language: str) -> list[Terms]:
+    raise MemoryError("the child ran out")
+
+
+def test_an_error_raised_in_the_child_is_a_503() -> None:
+    pool = TermPool(in_process_chars=100, child_terms=_fails)
+    try:
+        with pytest.raises(QdrantRefusal) as refused:
+            pool.terms(ENGLISH, "english")
+        assert refused.value.status == 503 and "MemoryError" in refused.value.message
+        assert pool.queued == 0
+    finally:
+        pool.close()
+
+
+def test_closing_between_taking_the_child_and_giving_it_work_is_a_503() -> None:
+    pool = TermPool(in_process_chars=100)
+    pool.terms(ENGLISH, "english")  # the child is up
+    taken = pool._current
+
+    def taken_then_closed() -> Any:
+        child = taken()
+        pool.close()  # the app's shutdown, on another thread in service
+        return child
+
+    pool._current = taken_then_closed  # type: ignore[method-assign]
+    with pytest.raises(QdrantRefusal) as refused:
+        pool.terms(ENGLISH, "english")
+    assert refused.value.status == 503 and "shutting down" in refused.value.message
