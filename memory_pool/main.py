@@ -56,15 +56,16 @@ def api(
     config: ConfigOption = None,
 ) -> None:
     """Run only the HTTP API against REDIS_URL and QDRANT_URL (the compose `api` service)."""
-    import uvicorn
-
     from api.app import create_app
+    from memory_pool.http_server import HttpServer
 
     settings = load_settings(config)
     require_servers(settings, "api")
     start_logging(settings)
-    # log_config=None: uvicorn's lines go through the one configuration above.
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", log_config=None)
+    server = HttpServer(create_app(settings), host, port)
+    server.run()
+    if not server.started:  # as uvicorn.run: the app could not start (the log says why)
+        raise typer.Exit(3)
 
 
 @app.command()

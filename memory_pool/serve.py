@@ -10,12 +10,12 @@ import threading
 from contextlib import ExitStack
 from types import FrameType
 
-import uvicorn
 from celery import Celery
 from celery.worker import state as worker_state
 
 from api.app import create_app
 from memory_pool.embedded_redis import EmbeddedRedis
+from memory_pool.http_server import HttpServer
 from shared.runtime import Runtime
 from shared.settings import Settings
 from shared.store.edge.engine import EdgeStore
@@ -29,8 +29,6 @@ log = logging.getLogger("memory_pool.serve")
 
 WORKER_THREADS = 2
 WORKER_START_TIMEOUT = 30.0
-# Open HTTP requests (a /flush?wait=true) get this long to finish once a stop is asked for.
-HTTP_GRACE_SECONDS = 10
 THREAD_STOP_TIMEOUT = 5.0
 INTERRUPTED = 130
 
@@ -99,14 +97,10 @@ def run_in_one_process(settings: Settings, *, host: str, port: int) -> int:
             _log_setup(settings, runtime)
             _start_background(settings, runtime, stack)
             app = create_app(settings, runtime=runtime)
-            config = uvicorn.Config(
-                app, host=host, port=port, log_level="info", log_config=None,
-                timeout_graceful_shutdown=HTTP_GRACE_SECONDS,
-            )  # fmt: skip
             # uvicorn takes SIGINT/SIGTERM while it serves and re-raises them once it stopped;
             # from then on the orderly stop below is under way and a signal only says so.
             _quiet_stop_signals()
-            uvicorn.Server(config).run()
+            HttpServer(app, host, port).run()
             log.info("HTTP stopped; stopping the scheduler, the worker, then Redis")
     except KeyboardInterrupt:
         log.info("interrupted while starting; stopped")

@@ -25,7 +25,7 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import CancelledError, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 
@@ -115,7 +115,7 @@ class TermPool:
             except BrokenProcessPool:
                 log.warning("the BM25 term process stopped; starting another", exc_info=True)
                 self._discard(pool)
-            except RuntimeError:  # shut down (close(), the app's shutdown) after _current()
+            except (RuntimeError, CancelledError):  # close() (the app's shutdown) came between
                 self._discard(pool)  # the next _current() answers why
             except FutureTimeout:
                 log.error(

@@ -4,6 +4,10 @@ writes is recalled by /retrieve like every other point (README "SillyTavern on t
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,12 +16,15 @@ from typing import Any
 import httpx
 import pytest
 
+from api.app import create_app
 from api.qdrant import term_pool
+from memory_pool.http_server import HTTP_GRACE_SECONDS, HttpServer
 from shared.agents import AgentConfig, Agents, ApiKey
 from shared.store.bm25_terms import lacking_terms
 from shared.store.interface import PAYLOAD_INDEXES
 from tests.support.embedding_server import EmbeddingServer, embed_text
 from tests.support.hybrid_lake import retrieve
+from tests.support.redis_server import free_port
 from tests.support.st_memory import BASE_TS, message, st_chunk
 from tests.support.stack import Stack
 from tests.support.store_stacks import stack_on
@@ -291,3 +298,42 @@ def test_a_large_upsert_is_termed_in_a_child_and_its_loss_is_a_503(stack: Stack)
     assert stack.runtime.store.count(ST) == 1
     upsert(stack, st_point(GARDEN, ["small"], stack))  # a usual upsert is termed in process
     assert stack.runtime.store.count(ST) == 2
+
+
+def test_a_stop_ends_an_upsert_stuck_in_a_hung_term_process_within_the_grace(
+    stack: Stack,
+) -> None:
+    """The HTTP server of `memory-pool api` and `serve` (memory_pool/http_server.py) ends the
+    term process when a stop is asked for: the stop is not held for the upsert's own deadline
+    (up to 280 s) nor cut at the grace with a 500; the upsert is a 503, nothing written."""
+    app = create_app(stack.settings, runtime=stack.runtime)
+    server = HttpServer(app, "127.0.0.1", free_port())
+    serving = threading.Thread(target=server.run, daemon=True)
+    serving.start()
+    while not server.started:
+        time.sleep(0.02)
+    base = f"http://127.0.0.1:{server.config.port}/qdrant/collections/{ST}"
+    filler = " ".join(["the garden needs water"] * (term_pool.IN_PROCESS_CHARS // 20))
+    with httpx.Client(headers={"api-key": ST_KEY}, timeout=120) as client:
+        body = {"vectors": {"size": dims(stack), "distance": "Cosine"}}
+        assert client.put(base, json=body).status_code == 200
+
+        def put(ids: list[str]) -> httpx.Response:
+            points = [st_point(f"{LIGHTHOUSE}\n{filler}", ids, stack)]
+            return client.put(f"{base}/points?wait=true", json={"points": points})
+
+        assert put(["big-1"]).status_code == 200  # the term process is up
+        (child,) = list(app.state.term_pool._current()._processes)
+        os.kill(child, signal.SIGSTOP)  # hung: swapping, stopped, a pathological text
+        answers: list[httpx.Response] = []
+        stuck = threading.Thread(target=lambda: answers.append(put(["big-2"])), daemon=True)
+        stuck.start()
+        time.sleep(1.0)
+        started = time.monotonic()
+        server.should_exit = True
+        serving.join(60)
+        stuck.join(10)
+    assert time.monotonic() - started < HTTP_GRACE_SECONDS + 8
+    assert not serving.is_alive()
+    assert [answer.status_code for answer in answers] == [503]
+    assert stack.runtime.store.count(ST) == 1
