@@ -111,12 +111,20 @@ class TermPool:
         for _ in range(2):  # a dead child is replaced once
             pool = self._current()
             try:
-                return pool.submit(self.child_terms, texts, language).result(timeout=deadline)
+                future = pool.submit(self.child_terms, texts, language)
+            except BrokenProcessPool:
+                self._discard(pool)
+                continue
+            except RuntimeError:  # shut down by close() (the app's shutdown) since _current()
+                self._discard(pool)  # the next _current() answers why
+                continue
+            try:
+                return future.result(timeout=deadline)
             except BrokenProcessPool:
                 log.warning("the BM25 term process stopped; starting another", exc_info=True)
                 self._discard(pool)
-            except (RuntimeError, CancelledError):  # close() (the app's shutdown) came between
-                self._discard(pool)  # the next _current() answers why
+            except CancelledError:  # close() cancelled it before the child took it
+                self._discard(pool)
             except FutureTimeout:
                 log.error(
                     "the BM25 term process did not answer within %.0f s; killing it", deadline
