@@ -47,6 +47,8 @@ MAX_QUEUED = 4
 # text one upsert may hold (MEMORY_POOL_MAX_CHARS, 1,000,000 by default) has 280 s.
 DEADLINE_BASE = 30.0
 DEADLINE_CHARS_PER_SECOND = 4000.0
+# A killed child is gone within milliseconds; bounded so that a stop can never hang on one.
+CHILD_REAP_SECONDS = 5.0
 
 MakeTerms = Callable[[list[str], str], list[Terms]]
 
@@ -178,5 +180,9 @@ class TermPool:
             self._closed = True
             pool = self._pool
         if pool is not None:
+            children = list(getattr(pool, "_processes", {}).values())
             self._discard(pool, kill=True)
-            pool.shutdown(wait=True)  # reaps the killed child
+            # The executor's own thread reaps them later (its first shutdown did not wait, and
+            # a second one finds nothing to wait for): reaped here, the stop leaves no child.
+            for child in children:
+                child.join(CHILD_REAP_SECONDS)
