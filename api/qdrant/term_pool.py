@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.process import BaseProcess
 
 from api.qdrant.shape import QdrantRefusal
 from shared.embedding.bm25 import Terms, documents_terms
@@ -158,16 +159,23 @@ class TermPool:
                     raise unavailable(f"its process cannot start: {exc}") from exc
             return self._pool
 
-    def _discard(self, pool: ProcessPoolExecutor, *, kill: bool = False) -> None:
+    def _discard(self, pool: ProcessPoolExecutor, *, kill: bool = False) -> list[BaseProcess]:
+        """Stop using `pool`; with `kill`, end its children, busy or not. Returns them."""
         with self._lock:
             if self._pool is pool:
                 self._pool = None
+        # The executor's own dict (shutdown drops the attribute, not the dict): a child that a
+        # racing submit() starts is in it, and none starts once shutdown has returned (both
+        # hold the executor's shutdown lock).
+        processes = getattr(pool, "_processes", None) or {}
+        pool.shutdown(wait=False, cancel_futures=True)
+        children = list(processes.values())
         if kill:
             # ProcessPoolExecutor has no public way to end a busy worker before Python 3.14's
             # kill_workers(); SIGKILL also ends a stopped (SIGSTOP) process.
-            for process in list(getattr(pool, "_processes", {}).values()):
+            for process in children:
                 process.kill()
-        pool.shutdown(wait=False, cancel_futures=True)
+        return children
 
     @property
     def started(self) -> bool:
@@ -180,9 +188,7 @@ class TermPool:
             self._closed = True
             pool = self._pool
         if pool is not None:
-            children = list(getattr(pool, "_processes", {}).values())
-            self._discard(pool, kill=True)
-            # The executor's own thread reaps them later (its first shutdown did not wait, and
-            # a second one finds nothing to wait for): reaped here, the stop leaves no child.
-            for child in children:
+            # shutdown(wait=False) leaves the reaping to the executor's thread: joined here,
+            # so the stop returns with the killed children gone (bounded: a stop never hangs).
+            for child in self._discard(pool, kill=True):
                 child.join(CHILD_REAP_SECONDS)

@@ -233,3 +233,16 @@ def test_closing_between_taking_the_child_and_giving_it_work_is_a_503() -> None:
     with pytest.raises(QdrantRefusal) as refused:
         pool.terms(ENGLISH, "english")
     assert refused.value.status == 503 and "shutting down" in refused.value.message
+
+
+def test_closing_a_pool_that_a_failed_upsert_just_shut_down_raises_nothing() -> None:
+    # An upsert past its deadline discards the pool (shutdown, which drops the executor's
+    # process table) while the app stops: close() finds no table and must still end cleanly.
+    pool = TermPool(in_process_chars=100)
+    assert pool.terms(ENGLISH, "english") == documents_terms(ENGLISH, "english")
+    (child,) = _children(pool)
+    executor = pool._pool
+    assert executor is not None
+    executor.shutdown(wait=False)
+    pool.close()
+    _until(lambda: not _alive(child), limit=10.0)
