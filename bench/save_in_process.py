@@ -9,14 +9,11 @@ by the event loop thread's CPU, so load moves it less than the HTTP bench. Passe
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import statistics
-import tempfile
 import time
 
 from bench import other_code
-from bench.stack import LOCAL_MODEL
+from bench.in_process import app_redis, discord_bodies
 
 JSON = {"content-type": "application/json"}
 
@@ -25,16 +22,10 @@ async def _measure(requests: int, passes: int) -> dict[str, list[float]]:
     import httpx
 
     from bench.noop_app import build
-    from bench.traffic import DiscordTraffic
     from shared.settings import Settings
 
     app = build(Settings())
-    traffic = DiscordTraffic(seed=1)
-    warm = [json.dumps(traffic.fill(channel)).encode() for channel in traffic.channels]
-    bodies = []
-    for _ in range(requests):
-        turn = traffic.turn()
-        bodies.append(json.dumps(turn[0] if isinstance(turn, tuple) else turn.body).encode())
+    warm, bodies = discord_bodies(requests)
     per_request: dict[str, list[float]] = {"/noop": [], "/save": []}
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
@@ -54,19 +45,8 @@ async def _measure(requests: int, passes: int) -> dict[str, list[float]]:
 
 def main() -> None:
     options = other_code.parse(__doc__, requests=1500, passes=4)
-    from tests.support.redis_server import RedisServer
-
-    server = RedisServer().start()
-    try:
-        os.environ.update(
-            REDIS_URL=server.url,
-            MEMORY_POOL_DATA_DIR=tempfile.mkdtemp(prefix="mp-bench-"),
-            EMBEDDING_PROVIDER="local",
-            EMBEDDING_MODEL_PATH=str(LOCAL_MODEL),
-        )
+    with app_redis():
         found = asyncio.run(_measure(options.requests, options.passes))
-    finally:
-        server.stop()
     noop, save = (statistics.median(found[path]) for path in ("/noop", "/save"))
     print(f"{options.code or 'this checkout'}: /noop {noop:.0f} us, /save {save:.0f} us of CPU "
           f"per request (medians of {options.passes} passes of {options.requests}; "

@@ -15,17 +15,14 @@ uvloop): this bench is the one to trust for sizes.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
 from bench import other_code
-from bench.stack import LOCAL_MODEL
+from bench.in_process import app_redis, discord_bodies
 
 JSON = {"content-type": "application/json"}
 # (module, attribute): the route's parts, as the route's module or the saver looks them up.
@@ -76,18 +73,6 @@ def _wrap_parts(spent: defaultdict[str, float]) -> None:
             setattr(owner, name, _timed(spent, attribute, getattr(owner, name)))
 
 
-def _bodies(requests: int) -> tuple[list[bytes], list[bytes]]:
-    from bench.traffic import DiscordTraffic
-
-    traffic = DiscordTraffic(seed=1)
-    warm = [json.dumps(traffic.fill(channel)).encode() for channel in traffic.channels]
-    bodies = []
-    for _ in range(requests):
-        turn = traffic.turn()
-        bodies.append(json.dumps(turn[0] if isinstance(turn, tuple) else turn.body).encode())
-    return warm, bodies
-
-
 def _redis_cpu(client: Any) -> float:
     info = client.info("cpu")
     return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
@@ -103,7 +88,7 @@ async def _measure(requests: int, redis_url: str) -> dict[str, float]:
     spent: defaultdict[str, float] = defaultdict(float)
     _wrap_parts(spent)
     app = build(Settings())
-    warm, bodies = _bodies(requests + 300)
+    warm, bodies = discord_bodies(requests + 300)
     admin = redis.Redis.from_url(redis_url)
     out: dict[str, float] = {}
     async with app.router.lifespan_context(app):
@@ -138,19 +123,8 @@ def main() -> None:
     options = other_code.parse(__doc__, requests=2500)
     import uvloop
 
-    from tests.support.redis_server import RedisServer
-
-    server = RedisServer().start()
-    try:
-        os.environ.update(
-            REDIS_URL=server.url,
-            MEMORY_POOL_DATA_DIR=tempfile.mkdtemp(prefix="mp-bench-"),
-            EMBEDDING_PROVIDER="local",
-            EMBEDDING_MODEL_PATH=str(LOCAL_MODEL),
-        )
+    with app_redis() as server:
         found = uvloop.run(_measure(options.requests, server.url))
-    finally:
-        server.stop()
     parts = sum(found.get(attribute, 0.0) for _, attribute in PARTS) + found["script call"]
     print(f"{options.code or 'this checkout'}: us per request, {options.requests} requests, uvloop")
     save, wall = found["/save"], found["/save wall"]
