@@ -115,11 +115,8 @@ class TermPool:
             pool = self._current()
             try:
                 future = pool.submit(self.child_terms, texts, language)
-            except BrokenProcessPool:
-                self._discard(pool)
-                continue
-            except RuntimeError:  # shut down by close() (the app's shutdown) since _current()
-                self._discard(pool)  # the next _current() answers why
+            except RuntimeError:  # broken (BrokenProcessPool is one), or shut down by close()
+                self._discard(pool)  # since _current(): the next one starts another or says why
                 continue
             try:
                 return future.result(timeout=deadline)
