@@ -39,7 +39,7 @@ from shared.embedding import chinese
 from shared.runtime import Runtime, async_redis_client
 from shared.settings import Settings
 from shared.state.agent_names import AgentNames
-from shared.state.saver import AsyncSaver
+from shared.state.buffers import AsyncSaver
 
 
 def create_app(settings: Settings, *, runtime: Runtime | None = None) -> FastAPI:

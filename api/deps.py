@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # the app's parts, for their types only (api.app imports this
     from api.recall.lexical import LexicalCollections
     from api.recall.query_cache import QueryCache
     from shared.state.agent_names import AgentNames
-    from shared.state.saver import AsyncSaver
+    from shared.state.buffers import AsyncSaver
 
 # Dependencies that do no I/O are `async def`: FastAPI runs a plain `def` dependency in its
 # threadpool, a hand-off that cost /save measurable CPU (BENCHMARKS.md, section 1).

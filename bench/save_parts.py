@@ -31,12 +31,8 @@ PARTS = (
     ("api.routes.save", "check_limits"),
     ("api.routes.save", "agent_for"),
     ("api.routes.save", "ingest"),
-    ("shared.state.buffers", "save_call"),  # older code: the saver lived in buffers
+    ("shared.state.buffers", "save_call"),
     ("shared.state.buffers", "save_counts"),
-    ("shared.state.saver", "save_call"),
-    ("shared.state.saver", "save_reply"),
-    ("shared.state.known_texts", "KnownTexts.split"),
-    ("shared.state.known_texts", "KnownTexts.record"),
     ("api.metrics", "ApiMeters.saved"),
 )
 
@@ -69,10 +65,7 @@ def _wrap_parts(spent: defaultdict[str, float]) -> None:
     import importlib
 
     for module_name, attribute in PARTS:
-        try:
-            owner: Any = importlib.import_module(module_name)
-        except ModuleNotFoundError:  # an older checkout has no such module
-            continue
+        owner: Any = importlib.import_module(module_name)
         *path, name = attribute.split(".")
         for step in path:
             owner = getattr(owner, step)

@@ -9,9 +9,7 @@ Redis (or one cluster slot), not Redis Cluster.
 from __future__ import annotations
 
 import enum
-import itertools
 import json
-import os
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -21,7 +19,7 @@ from typing import Any
 import redis
 import redis.asyncio
 
-from shared.errors import AgentBlocked
+from shared.errors import AgentBlocked, UpstreamUnavailable
 from shared.format.fingerprint import text_fingerprint
 from shared.format.messages import Message
 from shared.state import keys
@@ -187,11 +185,7 @@ class CommitOutcome(enum.Enum):
 
 
 def _group(
-    name: str,
-    batch: ConversationBatch,
-    conv: ConversationSettings,
-    raw: list[str],
-    assumed: str = "",
+    name: str, batch: ConversationBatch, conv: ConversationSettings, raw: list[str]
 ) -> dict[str, Any]:
     """One conversation of a save (save.lua's `groups`); its messages' stored JSON go to `raw`."""
     ref = batch.conversation
@@ -209,7 +203,7 @@ def _group(
         "seen_prefix": keys.seen(ref.collection, ref.source, ""),
         "ids": [keys.part(message_id) for message_id in batch.ids],
         "fps": batch.fingerprints, "short": batch.short,
-        "edit_prefix": keys.edit_field(ref.source, ""), "assumed": assumed,
+        "edit_prefix": keys.edit_field(ref.source, ""),
     }  # fmt: skip
 
 
@@ -246,72 +240,27 @@ def save_call(
     conv: ConversationSettings,
     ttl: int,
     mode: SaveMode = SaveMode(),
-    assumed: Sequence[str] = (),
-    now_ms: int | None = None,
 ) -> tuple[list[str], list[str]]:
-    """The save script's keys and arguments: the same for the sync and the async client.
-    `assumed`: each batch's epoch its left-out re-sent ids were confirmed under (KnownTexts),
-    in the order of `batches`; a batch with none left out and no ids is not sent."""
+    """The save script's keys and arguments: the same for the sync and the async client."""
     raw: list[str] = []
-    if assumed:
-        groups = [_group(agent.name, batch, conv, raw, epoch)
-                  for batch, epoch in zip(batches, assumed, strict=True)
-                  if batch.ids or epoch]  # fmt: skip
-    else:
-        groups = [_group(agent.name, batch, conv, raw) for batch in batches if batch.ids]
-    plan = {"now": _now_ms() if now_ms is None else now_ms, "ttl": ttl,
-            "refresh_ms": refresh_after_ms(ttl), "fresh": _fresh_token(),
+    groups = [_group(agent.name, batch, conv, raw) for batch in batches if batch.ids]
+    plan = {"now": _now_ms(), "ttl": ttl, "refresh_ms": refresh_after_ms(ttl),
             "collection": agent.collection, "groups": groups,
             "meta_prefix": keys.meta(""), "buf_prefix": keys.buffer(""),
             "edit_only": mode.edit_only, "stored": mode.stored}  # fmt: skip
     collection = agent.collection
     script_keys = [keys.DUE, keys.blocked(collection), keys.NAMES, keys.QUARANTINE,
-                   keys.edits(collection), keys.EDITS_DUE, keys.emptied(collection),
-                   keys.epochs(collection)]  # fmt: skip
+                   keys.edits(collection), keys.EDITS_DUE, keys.emptied(collection)]  # fmt: skip
     # Stored JSON holds no raw newline (json escapes it): one line per message, one argument.
     return script_keys, [named(plan), "\n".join(raw)]
 
 
-# A conversation's new epoch (save.lua): unique to this process and call, never used before
-# (an epoch Redis lost and made anew must not equal one an API remembers).
-# The process id tells apart processes forked after import (uvicorn's workers).
-_TOKEN_BASE = uuid.uuid4().hex[:12]
-_token_count = itertools.count()
-
-
-def _fresh_token() -> str:
-    return f"{_TOKEN_BASE}.{os.getpid()}.{next(_token_count)}"
-
-
-class EpochMoved(Exception):
-    """The save script found a conversation's epoch other than the one assumed: the texts
-    left out may have changed; nothing was saved, send them all."""
-
-
-@dataclass(frozen=True, slots=True)
-class SaveReply:
-    """The save script's answer: the counts, each group's epoch line, and the `known` codes."""
-
-    counts: SaveCounts
-    epochs: list[str]
-    known: str
-
-
-def save_reply(result: Sequence[object]) -> SaveReply:
-    head = int(str(result[0]))
-    if head == -1:
-        raise AgentBlocked(as_text(result[1]))
-    if head == -2:
-        raise EpochMoved()
-    accepted, duplicates, edited, stale, skipped = (int(str(item)) for item in result[:5])
-    epochs = as_text(result[5])
-    counts = SaveCounts(accepted, duplicates, edited, stale, skipped,
-                        outcomes=tuple(as_text(item) for item in result[7:]))  # fmt: skip
-    return SaveReply(counts, epochs.split("\n") if epochs else [], as_text(result[6]))
-
-
 def save_counts(result: Sequence[object]) -> SaveCounts:
-    return save_reply(result).counts
+    if int(str(result[0])) == -1:
+        raise AgentBlocked(as_text(result[1]))
+    accepted, duplicates, edited, stale, skipped = (int(str(item)) for item in result[:5])
+    return SaveCounts(accepted, duplicates, edited, stale, skipped,
+                      outcomes=tuple(as_text(item) for item in result[5:]))  # fmt: skip
 
 
 def _now_ms() -> int:
@@ -435,3 +384,30 @@ def unwritten_messages(client: redis.Redis, conversations: Sequence[str]) -> lis
         max(0, int(length) - int(written or 0))
         for length, written in zip(replies[::2], replies[1::2], strict=True)
     ]
+
+
+class AsyncSaver:
+    """/save's one Redis step on the API's event loop: no thread hand-off per request
+    (that hand-off was a fifth of /save's CPU, BENCHMARKS.md)."""
+
+    def __init__(self, client: redis.asyncio.Redis, *, dedupe_ttl_seconds: int) -> None:
+        self.redis = client
+        self.dedupe_ttl = dedupe_ttl_seconds
+        self._save = client.register_script(SOURCES["save"])
+
+    async def save(
+        self,
+        agent: AgentRef,
+        batches: Iterable[ConversationBatch],
+        conv: ConversationSettings,
+        mode: SaveMode = SaveMode(),
+    ) -> SaveCounts:
+        script_keys, args = save_call(agent, batches, conv, self.dedupe_ttl, mode)
+        try:
+            result = await self._save(keys=script_keys, args=args)
+        except redis.RedisError as exc:
+            raise UpstreamUnavailable(f"Redis is unavailable: {exc}") from exc
+        return save_counts(result)
+
+    async def close(self) -> None:
+        await self.redis.aclose()

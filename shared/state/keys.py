@@ -134,9 +134,3 @@ def rewrites_lock(collection: str) -> str:
 def edits_queued(collection: str) -> str:
     """Set while an edit task for the agent waits in the queue (or backs off after a failure)."""
     return f"{PREFIX}edits:queued:{agent_key(collection)}"
-
-
-def epochs(collection: str) -> str:
-    """HASH conversation -> a token every edit of a mark of that conversation changes (save.lua):
-    an API's confirmed texts of the conversation hold while it is the same."""
-    return f"{PREFIX}epochs:{agent_key(collection)}"

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 import redis
@@ -20,7 +20,6 @@ from shared.format.messages import Message
 from shared.format.naming import collection_name
 from shared.runtime import Runtime
 from shared.state import keys
-from shared.state.saver import AsyncSaver
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.marks import run_down
 from tests.support.redis_server import RedisServer
@@ -371,29 +370,8 @@ def test_seeing_an_id_again_refreshes_its_expiry(client: TestClient, r: redis.Re
     save(client, {"bot": "mythos", "messages": [message("m1")]})
     assert DEDUPE_TTL - 5 <= r.ttl(seen) <= DEDUPE_TTL
     run_down(r, seen, 100_000)
-    # the time the mark ran down passed for the API too: its confirmation of m1 has lapsed
-    saver = the_saver(client)
-    saver.clock = lambda: time.time() + 31
     assert save(client, {"bot": "mythos", "messages": [message("m1")]})["duplicates"] == 1
     assert DEDUPE_TTL - 5 <= r.ttl(seen) <= DEDUPE_TTL
-
-
-def test_a_confirmation_lasts_less_than_the_renewal_step(
-    client: TestClient, r: redis.Redis
-) -> None:
-    # A mark is renewed once a minute of it ran down; a re-send left out renews nothing, so a
-    # confirmation lasts half that: a mark is renewed within a minute and a half.
-    seen = keys.seen(collection_name("mythos"), "discord", "m1")
-    saver = the_saver(client)
-    save(client, {"bot": "mythos", "messages": [message("m1")]})
-    run_down(r, seen, DEDUPE_TTL * 1000 - 29_000)
-    saver.clock = lambda: time.time() + 29
-    save(client, {"bot": "mythos", "messages": [message("m1")]})
-    assert r.ttl(seen) < DEDUPE_TTL - 20  # left out: not renewed
-    run_down(r, seen, DEDUPE_TTL * 1000 - 61_000)
-    saver.clock = lambda: time.time() + 31
-    save(client, {"bot": "mythos", "messages": [message("m1")]})
-    assert r.ttl(seen) >= DEDUPE_TTL - 5
 
 
 def test_dedupe_ttl_is_configurable(make_client: MakeClient, r: redis.Redis) -> None:
@@ -609,144 +587,3 @@ def test_openapi_lists_save_with_its_answers(client: TestClient) -> None:
         "message_id", "text", "ts", "speaker_kind", "user_id", "discord_user_id",
         "speaker_name", "channel_id", "guild_id", "conversation_id",
     }  # fmt: skip
-
-
-# --- re-sent messages left out of the save script (shared/state/known_texts.py) --------------
-
-
-def gets(r: redis.Redis) -> int:
-    """The GETs Redis has run, the save script's included: one a re-sent id it reads."""
-    stats = r.info("commandstats")
-    return int(stats.get("cmdstat_get", {}).get("calls", 0))
-
-
-def the_saver(client: TestClient) -> AsyncSaver:
-    return cast("AsyncSaver", client.app.state.saver)  # type: ignore[attr-defined]
-
-
-def turn(start: int, count: int = 30, **texts: str) -> list[dict[str, Any]]:
-    """The Discord plugin's turn: a channel's last `count` messages, `texts` by id changed."""
-    ids = [f"m{n}" for n in range(start, start + count)]
-    return [message(i, texts.get(i, f"{TEXT} {i}"), channel_id="c1") for i in ids]
-
-
-def test_a_resend_the_api_confirmed_a_moment_ago_is_not_read_again(
-    make_client: MakeClient, r: redis.Redis
-) -> None:
-    client = make_client()
-    assert save(client, {"bot": "mythos", "messages": turn(0)})["accepted"] == 30
-    before = gets(r)
-    again = save(client, {"bot": "mythos", "messages": turn(0)})
-    left_out = gets(r) - before
-    assert again == {"accepted": 0, "duplicates": 30, "skipped": 0}
-    # the agent's hold is read (GET); no mark is
-    assert left_out == 1
-    # Another API process has confirmed nothing: it reads every mark, and counts the same.
-    other = make_client()
-    before = gets(r)
-    assert save(other, {"bot": "mythos", "messages": turn(0)}) == again
-    assert gets(r) - before == 31
-    # the plugin's next turn: one new message, 29 left out, counted as the script counts
-    assert save(client, {"bot": "mythos", "messages": turn(1)}) == {
-        "accepted": 1, "duplicates": 29, "skipped": 0,
-    }  # fmt: skip
-
-
-def test_an_edit_through_another_api_is_seen_by_this_one(
-    make_client: MakeClient, r: redis.Redis
-) -> None:
-    here, there = make_client(), make_client()
-    save(here, {"bot": "mythos", "messages": turn(0)})
-    save(here, {"bot": "mythos", "messages": turn(0)})  # m0-m29 confirmed here
-    assert save(there, {"bot": "mythos", "messages": turn(0, m7="it was the lighthouse")}) == {
-        "accepted": 0, "duplicates": 29, "skipped": 0, "edited": 1,
-    }  # fmt: skip
-    # here's confirmation of m7's first text is old: the re-send of it is an edit back
-    assert save(here, {"bot": "mythos", "messages": turn(0)}) == {
-        "accepted": 0, "duplicates": 29, "skipped": 0, "edited": 1,
-    }  # fmt: skip
-    stored = buffered(r, conversation("mythos", "discord", "chan=c1"))
-    assert [m.text for m in stored] == [f"{TEXT} m{n}" for n in range(30)]
-
-
-def test_an_edit_through_this_api_keeps_the_other_confirmations(
-    client: TestClient, r: redis.Redis
-) -> None:
-    save(client, {"bot": "mythos", "messages": turn(0)})
-    edit = save(client, {"bot": "mythos", "messages": turn(0, m3="the ferry left at nine")})
-    assert edit == {"accepted": 0, "duplicates": 29, "skipped": 0, "edited": 1}
-    before = gets(r)
-    back = save(client, {"bot": "mythos", "messages": turn(0)})
-    assert back == {"accepted": 0, "duplicates": 29, "skipped": 0, "edited": 1}
-    # the edit back reads m3's mark (and the buffer); the 29 others stay left out
-    assert gets(r) - before <= 3
-    assert buffered(r, conversation("mythos", "discord", "chan=c1"))[3].text == f"{TEXT} m3"
-
-
-def test_an_id_twice_in_one_request_is_never_left_out(client: TestClient, r: redis.Redis) -> None:
-    first = message("m1", "the harbour lights", channel_id="c1")
-    save(client, {"bot": "mythos", "messages": [first]})
-    save(client, {"bot": "mythos", "messages": [first]})
-    twice = [message("m1", "the harbour fog", channel_id="c1"), first]
-    # the script's order decides: an edit, then an edit back
-    assert save(client, {"bot": "mythos", "messages": twice})["edited"] == 2
-    assert buffered(r, conversation("mythos", "discord", "chan=c1"))[0].text == first["text"]
-    assert save(client, {"bot": "mythos", "messages": [first]})["duplicates"] == 1
-
-
-def test_redis_losing_its_data_is_seen(client: TestClient, r: redis.Redis) -> None:
-    save(client, {"bot": "mythos", "messages": turn(0)})
-    save(client, {"bot": "mythos", "messages": turn(0)})
-    r.flushall()
-    assert save(client, {"bot": "mythos", "messages": turn(0)})["accepted"] == 30
-    assert len(buffered(r, conversation("mythos", "discord", "chan=c1"))) == 30
-
-
-def test_a_held_agent_is_refused_though_every_message_was_confirmed(
-    client: TestClient, r: redis.Redis
-) -> None:
-    save(client, {"bot": "mythos", "messages": turn(0)})
-    reason = "collection mem_mythos holds 3072-dimension vectors; the model makes 128"
-    r.set(keys.blocked(collection_name("mythos")), reason)
-    response = client.post("/save", json={"bot": "mythos", "messages": turn(0)})
-    assert response.status_code == 409
-    assert response.json()["detail"] == reason
-
-
-def test_a_deleted_id_counts_the_same_when_left_out(client: TestClient, r: redis.Redis) -> None:
-    save(client, {"bot": "mythos", "messages": turn(0)})
-    r.set(keys.seen(collection_name("mythos"), "discord", "m5"), keys.TOMBSTONE)
-    other_text = turn(0, m5="words never said")
-    # left out (same text) or read (other text): a deleted id is a duplicate either way
-    assert save(client, {"bot": "mythos", "messages": turn(0)})["duplicates"] == 30
-    assert save(client, {"bot": "mythos", "messages": other_text})["duplicates"] == 30
-    assert r.get(keys.seen(collection_name("mythos"), "discord", "m5")) == keys.TOMBSTONE
-
-
-def test_an_id_sent_in_another_channel_than_its_own_is_read(
-    client: TestClient, r: redis.Redis
-) -> None:
-    save(client, {"bot": "mythos", "messages": [message("m1", channel_id="c1")]})
-    moved = [message("m1", channel_id="c2")]
-    save(client, {"bot": "mythos", "messages": moved})
-    before = gets(r)
-    assert save(client, {"bot": "mythos", "messages": moved})["duplicates"] == 1
-    assert gets(r) - before == 2  # its mark is c1's: never confirmed in c2
-
-
-def test_messages_redis_lost_with_its_last_writes_are_stored_again(
-    client: TestClient, r: redis.Redis
-) -> None:
-    # README "What a crash can lose": the client's re-sends store again what Redis lost (a
-    # crash between fsyncs, a failover, a backup restored). Found by a review: m30 was
-    # confirmed to the API, Redis lost it, and its re-sends counted as duplicates.
-    save(client, {"bot": "mythos", "messages": turn(0)})
-    kept = [(key, r.pttl(key), r.dump(key)) for key in r.keys("*")]
-    assert save(client, {"bot": "mythos", "messages": turn(1)})["accepted"] == 1
-    r.flushall()
-    for key, left, dumped in kept:  # Redis as it was before m30 came
-        r.restore(key, max(left, 0), dumped)  # type: ignore[arg-type]
-    assert save(client, {"bot": "mythos", "messages": turn(1)}) == {
-        "accepted": 1, "duplicates": 29, "skipped": 0,
-    }  # fmt: skip
-    assert [m.id for m in buffered(r, conversation("mythos", "discord", "chan=c1"))][-1] == "m30"

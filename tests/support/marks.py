@@ -4,11 +4,8 @@ value, one GET per re-sent id), so a test that runs a mark down changes both."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import redis
-
-from shared.state.known_texts import KnownTexts
 
 
 def run_down(r: redis.Redis, key: str, ms_left: int) -> None:
@@ -26,10 +23,3 @@ def member_of(r: redis.Redis, key: str) -> str:
     value = r.get(key)
     text = value.decode() if isinstance(value, bytes) else str(value)
     return text.split(" ", 3)[3]
-
-
-def confirmations_forgotten(app: Any) -> None:
-    """The API's confirmed re-sent texts (shared/state/known_texts.py) forgotten, as in a process
-    started after the marks were written: what a test needs when it rewrites a mark in Redis
-    (as older code or an operator left it) under an API that confirmed the old one."""
-    app.state.saver.known = KnownTexts()

@@ -8,9 +8,6 @@
 -- KEYS[5]  the agent's edits hash (edit field -> stored JSON): edits of written chunks
 -- KEYS[6]  the set of collections with edits waiting
 -- KEYS[7]  the agent's emptied hash (edit field -> the stored JSON an emptied message had)
--- KEYS[8]  the agent's epochs hash (conversation -> a token changed by every edit of a mark
---          whose conversation it is): what tells an API that the texts it saw confirmed in
---          a conversation may have changed since (shared/state/known_texts.py)
 -- ARGV[1]  the plan, JSON:
 --   now         ms since the epoch
 --   ttl         seconds a seen id is remembered (dedupe), counted from when it was last seen
@@ -20,7 +17,6 @@
 --   meta_prefix, buf_prefix   a conversation's hash and buffer are these .. its key
 --   edit_only   true: store no new id (PATCH); each message's outcome is returned
 --   stored      true: an id with no mark is known to be in a rebuildable written chunk
---   fresh       a token never used before: a conversation's new epoch
 --   groups      one table per conversation, in order:
 --     meta, buf, convs  the conversation's hash, buffer list, and its agent's conversation set
 --     member            the conversation key (the due set's member)
@@ -32,8 +28,6 @@
 --     fps               each id's text fingerprint (shared/format/fingerprint.py)
 --     short             the positions (1-based) of the ids whose text is too short to store
 --     edit_prefix       a message's field in the edits and emptied hashes is this .. its id
---     assumed           the conversation's epoch the caller left re-sent ids out under (they
---                       were confirmed with their text then); empty when none was left out
 -- ARGV[2]  the messages' stored JSON, one per line, in the order of the groups' ids (stored JSON
 --          has no raw newline: json escapes it). Passed byte for byte and never re-encoded (cjson
 --          would reorder it and round `ts`); only a new or changed message's line is decoded, so
@@ -46,33 +40,19 @@
 --   o  emptied: an edit to a too-short text took it out of its chunk
 -- A mark of older code holds only the conversation; a deleted id's is "deleted", no expiry.
 --
--- Returns {accepted, duplicates, edited, stale, skipped, epochs, known, outcome...}: epochs, a
--- line a group: its epoch before the script changed any, after, and 'f' when an edit of a
--- message sent in another group changed it ('o' when only its own ids did); known, a character
--- per id: 'k' when its mark now holds its text and is of its group's conversation, else '.';
--- then an outcome per message in edit_only mode (new, same, deleted, edited, stale, emptied).
--- {-1, reason} when the agent is held, {-2} when a group's epoch is not the one assumed
--- (nothing changes in either case).
+-- Returns {accepted, duplicates, edited, stale, skipped, outcome...} (an outcome per message in
+-- edit_only mode: new, same, deleted, edited, stale, emptied), or {-1, reason} when the agent is
+-- held (nothing changes).
 local plan = cjson.decode(ARGV[1])
 local reason = redis.call('GET', KEYS[2])
 if reason then return {-1, reason} end
-local epochs, fresh = KEYS[8], plan.fresh
--- epoch_of: each conversation's epoch as the script goes; at_start: before it changed any;
--- foreign: changed by an edit of a message sent in another conversation's group
-local epoch_of, at_start, foreign = {}, {}, {}
-for _, g in ipairs(plan.groups) do
-  local current = redis.call('HGET', epochs, g.member)
-  if g.assumed and g.assumed ~= '' and g.assumed ~= current then return {-2} end
-  epoch_of[g.member] = current
-  at_start[g.member] = current or ''
-end
 local now, due, lines = plan.now, KEYS[1], ARGV[2]
 local edits, edits_due, emptied = KEYS[5], KEYS[6], KEYS[7]
 local ttl_ms, refresh_ms = plan.ttl * 1000, plan.refresh_ms or 0
 local accepted, dups, edited, stale, skipped = 0, 0, 0, 0, 0
 local at = {now = now, due = due, quarantine = KEYS[4], meta_prefix = plan.meta_prefix,
   buf_prefix = plan.buf_prefix}
-local outcomes, known = {}, {}
+local outcomes = {}
 
 local function mark(state, fp, member)
   return '=' .. state .. ' ' .. fp .. ' ' .. string.format('%d', now + ttl_ms) .. ' ' .. member
@@ -102,17 +82,6 @@ local function same_text(value, fp)
   if not width or string.byte(value, from + width) ~= 32 then return true end
   local expires = string.sub(value, from, from + width - 1)
   return expires < low_s or expires > high_s
-end
-
--- Whether a mark whose text is `fp` (same_text said so) is of the conversation `member`: a mark
--- of another conversation (an id re-sent in another channel) changes that one's epoch.
-local function of_member(value, fp, member)
-  local from = 5 + #fp
-  local space
-  if width and string.byte(value, from + width) == 32 then space = from + width
-  else space = string.find(value, ' ', from, true) end
-  return space ~= nil and #value - space == #member
-    and string.find(value, member, space + 1, true) == space + 1
 end
 
 -- The buffered message at `idx` takes the new text (its speaker, time and ids stay), or, too
@@ -196,10 +165,9 @@ local function count(outcome, short)
   else dups = dups + 1 end
 end
 
-local pos, n_ids = 1, 0
+local pos = 1
 for _, g in ipairs(plan.groups) do
   local meta, member = g.meta, g.member
-  local confirmed_from = #known
   local newest = tonumber(redis.call('HGET', meta, 'newest') or '0')
   local added, added_size, gap = 0, 0, false
   local short_at = {}
@@ -217,7 +185,6 @@ for _, g in ipairs(plan.groups) do
       else
         outcome = 'accepted'
         redis.call('SET', seen, mark('b', fp, member), 'PX', ttl_ms)
-        known[#known + 1] = 'k'
         local raw = string.sub(lines, pos, stop - 1)
         local m = cjson.decode(raw)
         redis.call('RPUSH', g.buf, raw)
@@ -235,15 +202,10 @@ for _, g in ipairs(plan.groups) do
         -- Seen with this text: a duplicate, kept remembered. The plugin re-sends every id
         -- thirty times: a write (and an AOF line) for each would be most of this script's
         -- cost, so the expiry is set back to `ttl` only once it is a step away from it.
-        local ours
         if refresh then
           local state, _, _, where = parsed(value)
           redis.call('SET', seen, mark(state, fp, where), 'PX', ttl_ms)
-          ours = where == member
-        else
-          ours = of_member(value, fp, member)
         end
-        known[#known + 1] = ours and 'k' or '.'
         outcome = 'same'
         if short then skipped = skipped + 1 else dups = dups + 1 end -- count('same', short)
       else
@@ -252,12 +214,6 @@ for _, g in ipairs(plan.groups) do
         new_state, outcome = changed(state, where, g.edit_prefix .. id,
           string.sub(lines, pos, stop - 1), short, g)
         redis.call('SET', seen, mark(new_state, fp, where), 'PX', ttl_ms)
-        -- the mark's text (or state) changed: what an API confirmed in its conversation is old
-        if epoch_of[where] ~= fresh then
-          redis.call('HSET', epochs, where, fresh)
-          epoch_of[where] = fresh
-        end
-        if where ~= member then foreign[where] = true end
         count(outcome, short)
         if outcome == 'edited' and new_state == 'o' then outcome = 'emptied' end
         -- too short and skipped: an emptied message stays out of its chunk; for any other
@@ -265,19 +221,8 @@ for _, g in ipairs(plan.groups) do
         if outcome == 'skipped' then outcome = new_state == 'o' and 'emptied' or 'same' end
       end
     end
-    n_ids = n_ids + 1
-    if #known < n_ids then known[n_ids] = '.' end
     if plan.edit_only then outcomes[#outcomes + 1] = outcome end
     pos = stop + 1
-  end
-  -- A conversation with a confirmed text has an epoch, changed by its edits and by every save
-  -- that stores a new message in it: Redis that loses its last writes (a crash between fsyncs,
-  -- a failover, a backup restored) loses the epoch with them, so an API's confirmation of a
-  -- lost message no longer holds and the client's re-send stores it again.
-  if epoch_of[member] ~= fresh and (added > 0 or not epoch_of[member] and not plan.edit_only
-      and string.find(table.concat(known, '', confirmed_from + 1), 'k', 1, true)) then
-    redis.call('HSET', epochs, member, fresh)
-    epoch_of[member] = fresh
   end
   if added > 0 then
     accepted = accepted + added
@@ -290,13 +235,6 @@ for _, g in ipairs(plan.groups) do
     schedule(at, meta, member, g.idle_ms, size >= g.min_chars or gap)
   end
 end
-local epochs_now = {}
-for i, g in ipairs(plan.groups) do
-  local member = g.member
-  epochs_now[i] = at_start[member] .. ' ' .. (epoch_of[member] or '') .. ' '
-    .. (foreign[member] and 'f' or 'o')
-end
-local result = {accepted, dups, edited, stale, skipped, table.concat(epochs_now, '\n'),
-  table.concat(known)}
+local result = {accepted, dups, edited, stale, skipped}
 for _, outcome in ipairs(outcomes) do result[#result + 1] = outcome end
 return result

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 import pytest
 import redis
@@ -175,8 +174,8 @@ def test_a_held_agent_is_refused_and_nothing_changes(r: redis.Redis, buffers: Bu
 
 def test_save_lua_takes_its_arguments_by_name(r: redis.Redis) -> None:
     """The script's interface as its header documents it, called without the Python wrapper."""
-    plan: dict[str, Any] = {"now": 5_000, "ttl": 60, "collection": "mem_x", "meta_prefix": "m:",
-            "buf_prefix": "b:", "fresh": "E1", "groups": [{
+    plan = {"now": 5_000, "ttl": 60, "collection": "mem_x", "meta_prefix": "m:",
+            "buf_prefix": "b:", "groups": [{
         "meta": "m:conv", "buf": "b:conv", "convs": "cs", "member": "conv", "agent": "X",
         "fields": {"agent": "X", "source": "s"}, "min_chars": 100, "gap_ms": 10, "idle_ms": 10,
         "seen_prefix": "seen:", "ids": ["1", "2"], "fps": ["aa", "bb"], "short": [],
@@ -185,18 +184,9 @@ def test_save_lua_takes_its_arguments_by_name(r: redis.Redis) -> None:
     one = '{"i":"1","t":"one!!","s":"A","ts":4000,"z":3}'
     two = '{"i":"2","t":"two!!","s":"A","ts":4001,"z":5}'
     lines = f"{one}\n{two}"
-    script_keys = ["due", "blocked", "names", "quarantine", "edits", "edits_due", "emptied",
-                   "epochs"]  # fmt: skip
-
-    def save(plan: dict[str, Any], lines: str) -> Any:
-        return r.eval(SOURCES["save"], 8, *script_keys, json.dumps(plan), lines)
-
-    # counts, then each group's epoch before and after ('o': moved by its own ids only), and a
-    # code per id ('k': its mark holds its text, in this conversation)
-    assert save(plan, lines) == [2, 0, 0, 0, 0, " E1 o", "kk"]
-    plan["fresh"] = "E2"
-    assert save(plan, lines) == [0, 2, 0, 0, 0, "E1 E1 o", "kk"]
-    assert r.hgetall("epochs") == {"conv": "E1"}
+    script_keys = ["due", "blocked", "names", "quarantine", "edits", "edits_due", "emptied"]
+    assert r.eval(SOURCES["save"], 7, *script_keys, json.dumps(plan), lines) == [2, 0, 0, 0, 0]
+    assert r.eval(SOURCES["save"], 7, *script_keys, json.dumps(plan), lines) == [0, 2, 0, 0, 0]
     assert r.lrange("b:conv", 0, -1) == lines.split("\n")
     assert r.ttl("seen:1") == 60 and r.get("seen:2") == "=b bb 65000 conv"
     assert r.zscore("due", "conv") == 5_010
@@ -206,14 +196,8 @@ def test_save_lua_takes_its_arguments_by_name(r: redis.Redis) -> None:
     plan["groups"][0]["fps"] = ["aa", "cc"]
     # (its speaker and time stay the first version's; its size is its new text's with them)
     edited = f'{one}\n{{"i":"2","t":"TWO!!!","s":"Bob","ts":9,"z":7}}'
-    plan["fresh"] = "E3"
-    assert save(plan, edited) == [0, 1, 1, 0, 0, "E1 E3 o", "k."]
+    assert r.eval(SOURCES["save"], 7, *script_keys, json.dumps(plan), edited) == [0, 1, 1, 0, 0]
     assert r.lindex("b:conv", 1) == '{"i":"2","t":"TWO!!!","s":"A","ts":4001,"z":5}'
-    # a caller that left ids out under an epoch that moved since: refused, nothing changes
-    plan["groups"][0]["assumed"] = "E1"
-    before = r.lrange("b:conv", 0, -1)
-    assert save(plan, f'{one}\n{{"i":"2","t":"two again","s":"A","ts":9,"z":9}}') == [-2]
-    assert r.lrange("b:conv", 0, -1) == before and r.hget("epochs", "conv") == "E3"
 
 
 # --- claim / begin / renew / commit / settle / release: leases and generations ----------------
