@@ -13,6 +13,7 @@ from shared.runtime import Runtime
 if TYPE_CHECKING:  # the app's parts, for their types only (api.app imports this module's users)
     from prometheus_client import CollectorRegistry
 
+    from api.agent_threads import AgentThreads
     from api.metrics import ApiMeters
     from api.openai_compat.service import EmbeddingSlots
     from api.recall.lexical import LexicalCollections
@@ -63,6 +64,10 @@ def agent_names(request: Request) -> AgentNames:
 def meters(request: Request) -> ApiMeters | None:
     """None when metrics are off (MEMORY_POOL_METRICS=false)."""
     return cast("ApiMeters | None", request.app.state.meters)
+
+
+def agent_threads(request: Request) -> AgentThreads:
+    return cast("AgentThreads", request.app.state.agent_threads)
 
 
 def query_cache(request: Request) -> QueryCache:

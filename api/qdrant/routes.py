@@ -1,6 +1,6 @@
 """The /qdrant routes: the Qdrant calls st-qdrant-memory makes (index.js 3.1.3, clients.md §4),
-each one call in the threadpool and Qdrant's answer shape; any other path under /qdrant is 404
-in Qdrant's error shape."""
+each one call in the threadpool (within its agent's share of threads, api/agent_threads.py) and
+Qdrant's answer shape; any other path under /qdrant is 404 in Qdrant's error shape."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from fastapi import APIRouter, Path, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import RuntimeDep
+from api.deps import agent_threads as threads
 from api.qdrant import collections, points
 from api.qdrant.access import reachable, target
 from api.qdrant.schemas import (
@@ -66,7 +67,7 @@ async def get_collection(
     """The collection as Qdrant describes it (`config.params.vectors.size`); 404 when missing."""
     started = time.perf_counter()
     found = target(runtime.agents, collection, request.headers)
-    return ok(await run_in_threadpool(collections.info, runtime, found), started)
+    return ok(await threads(request).run(collection, collections.info, runtime, found), started)
 
 
 @router.put(COLLECTION, response_model=Answer[bool], responses=WITH_BODY)
@@ -78,8 +79,9 @@ async def create_collection(
     started = time.perf_counter()
     found = target(runtime.agents, collection, request.headers)
     vectors = body.vectors
-    created = await run_in_threadpool(
-        collections.create, runtime, found, size=vectors.size, distance=vectors.distance
+    size, distance = vectors.size, vectors.distance
+    created = await threads(request).run(
+        collection, collections.create, runtime, found, size=size, distance=distance
     )
     return ok(created, started)
 
@@ -92,7 +94,8 @@ async def delete_collection(
     without a `source`); what other interfaces wrote, and the collection, stay."""
     started = time.perf_counter()
     found = target(runtime.agents, collection, request.headers)
-    return ok(await run_in_threadpool(collections.delete_own_points, runtime, found), started)
+    deleted = await threads(request).run(collection, collections.delete_own_points, runtime, found)
+    return ok(deleted, started)
 
 
 @router.put(POINTS, response_model=Answer[UpdateResult], responses=UPSERT)
@@ -108,8 +111,8 @@ async def upsert_points(
     started = time.perf_counter()
     found = target(runtime.agents, collection, request.headers)
     pool: TermPool = request.app.state.term_pool  # a large upsert's terms: in a child process
-    result = await run_in_threadpool(
-        points.upsert, runtime, found, body.points, wait=wait, make_terms=pool.terms
+    result = await threads(request).run(
+        collection, points.upsert, runtime, found, body.points, wait=wait, make_terms=pool.terms
     )
     return ok(result, started)
 
@@ -126,7 +129,7 @@ async def search_points(
     """The nearest points by cosine, at or above `score_threshold`, under the filter."""
     started = time.perf_counter()
     found = target(runtime.agents, collection, request.headers)
-    return ok(await run_in_threadpool(points.search, runtime, found, body), started)
+    return ok(await threads(request).run(collection, points.search, runtime, found, body), started)
 
 
 @router.post(
@@ -142,7 +145,7 @@ async def scroll_points(
     any point holds a message id: `should` of `messageIds` text matches)."""
     started = time.perf_counter()
     found = target(runtime.agents, collection, request.headers)
-    return ok(await run_in_threadpool(points.scroll, runtime, found, body), started)
+    return ok(await threads(request).run(collection, points.scroll, runtime, found, body), started)
 
 
 @router.post(POINTS + "/count", response_model=Answer[CountResult], responses=WITH_BODY)
@@ -152,7 +155,7 @@ async def count_points(
     """How many points the filter selects (exact)."""
     started = time.perf_counter()
     found = target(runtime.agents, collection, request.headers)
-    return ok(await run_in_threadpool(points.count, runtime, found, body), started)
+    return ok(await threads(request).run(collection, points.count, runtime, found, body), started)
 
 
 METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]

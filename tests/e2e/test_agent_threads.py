@@ -1,0 +1,154 @@
+"""One agent's burst of /qdrant calls holds at most MEMORY_POOL_AGENT_THREADS of the API's
+threads, so another agent's calls still find one.
+
+Seen from outside (BENCHMARKS.md section 16): while one SillyTavern sent 64 small upserts at
+once, another agent's /retrieve went from 3.7 ms to 284 ms at the median. Here the first agent's
+writes are held in the store (as a slow Qdrant holds them) until the test lets them go; more of
+them than Starlette has threads (40) parked every thread, and the other agent's search, upsert
+and recall waited until they ended.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from api.qdrant import points
+from api.qdrant.access import Target
+from tests.support.door import MakeApp, agents, app_factory, served
+from tests.support.embedding_server import EMBEDDING_DIMS, EmbeddingServer, embed_text
+from tests.support.qdrant_server import QdrantTestServer
+from tests.support.stores import KINDS
+
+BUSY, OTHER = "mem_mythos", "mem_polaris"
+BURST = 45  # more than Starlette's threadpool (anyio's 40 threads)
+PER_AGENT = 4
+ANSWER_WITHIN = 5.0  # seconds; the held upserts would hold the other agent for HOLD_AT_MOST
+HOLD_AT_MOST = 30.0
+
+
+class HeldWrites:
+    """`points.upsert` for the busy agent waits until `release()`: its store is slow."""
+
+    def __init__(self) -> None:
+        self._gate = threading.Event()
+        self._lock = threading.Lock()
+        self.inside = 0
+        self.most = 0
+        self.entered = threading.Condition(self._lock)
+
+    def hold(self, target: Target) -> None:
+        if target.collection != BUSY:
+            return
+        with self._lock:
+            self.inside += 1
+            self.most = max(self.most, self.inside)
+            self.entered.notify_all()
+        try:
+            self._gate.wait(HOLD_AT_MOST)
+        finally:
+            with self._lock:
+                self.inside -= 1
+
+    def wait_for(self, count: int, timeout: float) -> int:
+        with self._lock:
+            self.entered.wait_for(lambda: self.inside >= count, timeout)
+            return self.inside
+
+    def release(self) -> None:
+        self._gate.set()
+
+
+@pytest.fixture
+def make(redis_url: str, embeddings: EmbeddingServer, tmp_path: Path) -> Iterator[MakeApp]:
+    with app_factory(redis_url, embeddings.url, tmp_path) as factory:
+        yield factory
+
+
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldWrites]:
+    writes = HeldWrites()
+    real = points.upsert
+
+    def slow_upsert(runtime: Any, target: Target, *args: Any, **kwargs: Any) -> Any:
+        writes.hold(target)
+        return real(runtime, target, *args, **kwargs)
+
+    monkeypatch.setattr(points, "upsert", slow_upsert)
+    yield writes
+    writes.release()  # a failing test never leaves threads held
+
+
+def body(*texts: str) -> dict[str, Any]:
+    return {
+        "points": [
+            {"id": str(uuid.uuid4()), "vector": embed_text(text, EMBEDDING_DIMS),
+             "payload": {"text": text, "timestamp": 1_718_000_000_000, "isChunk": True}}
+            for text in texts
+        ]
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_burst_of_one_agents_upserts_leaves_threads_for_the_others(
+    make: MakeApp, held: HeldWrites, tmp_path: Path, kind: str
+) -> None:
+    with ExitStack() as stack:
+        overrides: dict[str, Any] = {"MEMORY_POOL_AGENT_THREADS": str(PER_AGENT)}
+        if kind == "server":
+            overrides["QDRANT_URL"] = stack.enter_context(QdrantTestServer(tmp_path / "q")).url
+        host, port = stack.enter_context(served(make(agents(), **overrides)))
+        url = f"http://{host}:{port}"
+        http = stack.enter_context(httpx.Client(base_url=url, timeout=60, trust_env=False))
+        for collection in (BUSY, OTHER):
+            create = {"vectors": {"size": EMBEDDING_DIMS, "distance": "Cosine"}}
+            assert http.put(f"/qdrant/collections/{collection}", json=create).status_code == 200
+        assert (
+            http.put(
+                f"/qdrant/collections/{OTHER}/points?wait=true",
+                json=body("the lighthouse keeper rowed out at dawn"),
+            ).status_code
+            == 200
+        )
+
+        burst = stack.enter_context(ThreadPoolExecutor(BURST))
+        stack.callback(held.release)  # before the burst's threads are waited for
+        limits = httpx.Limits(max_connections=BURST)
+        writer = stack.enter_context(httpx.Client(base_url=url, timeout=60, limits=limits))
+        answers = [
+            burst.submit(writer.put, f"/qdrant/collections/{BUSY}/points?wait=true",
+                         json=body(f"burst message {n} about the harbour"))
+            for n in range(BURST)
+        ]  # fmt: skip
+        held.wait_for(PER_AGENT, timeout=10)
+        # Every request of the burst is in by now, or would be, had it found a thread.
+        held.wait_for(BURST, timeout=1)
+
+        quick = httpx.Client(base_url=url, timeout=ANSWER_WITHIN, trust_env=False)
+        with quick:
+            search = {"vector": embed_text("lighthouse", EMBEDDING_DIMS), "limit": 3}
+            found = quick.post(f"/qdrant/collections/{OTHER}/points/search", json=search)
+            assert found.status_code == 200, found.text
+            assert found.json()["result"], "the other agent's point is found"
+            wrote = quick.put(
+                f"/qdrant/collections/{OTHER}/points?wait=true", json=body("a second note")
+            )
+            assert wrote.status_code == 200, wrote.text
+            recall = {"bot": "polaris", "query_text": "who rowed out to the lighthouse?"}
+            recalled = quick.post("/retrieve", json=recall)
+            assert recalled.status_code == 200, recalled.text
+            assert "lighthouse" in recalled.json()["formatted"]
+
+        assert held.most == PER_AGENT  # the busy agent held its share of threads, no more
+        held.release()
+        assert [answer.result().status_code for answer in answers] == [200] * BURST
+        counted = http.post(f"/qdrant/collections/{BUSY}/points/count", json={"exact": True})
+        assert counted.json()["result"]["count"] == BURST  # nothing of the burst was lost
