@@ -15,6 +15,7 @@ LIMITS = {
     "MEMORY_POOL_MAX_QUERY_CHARS": ("max_query_chars", 8000),
     "MEMORY_POOL_RECALL_CONCURRENCY": ("recall_concurrency", 4),
     "MEMORY_POOL_RECALL_QUEUE_SECONDS": ("recall_queue_seconds", 1.0),
+    "MEMORY_POOL_AGENT_THREADS": ("agent_threads", 4),
     "MEMORY_POOL_ALLOWED_HOSTS": ("allowed_hosts", None),
 }
 
@@ -47,6 +48,8 @@ def test_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         ("MEMORY_POOL_MAX_QUERY_CHARS", "0"),
         ("MEMORY_POOL_RECALL_CONCURRENCY", "0"),
         ("MEMORY_POOL_RECALL_QUEUE_SECONDS", "-1"),
+        ("MEMORY_POOL_AGENT_THREADS", "0"),
+        ("MEMORY_POOL_AGENT_THREADS", "33"),  # 40 threads in all: a share must leave others some
     ],
 )
 def test_unusable_limits_are_refused(
