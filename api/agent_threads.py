@@ -4,7 +4,9 @@ of them at once, and the rest of its calls wait their turn in the event loop, ho
 Store calls run in Starlette's threadpool (40 threads, shared by every route and agent). A
 SillyTavern that sends dozens of upserts at once to a slow store would otherwise hold every
 thread, and another agent's search, upsert or /retrieve would wait for one until they ended
-(BENCHMARKS.md section 16).
+(BENCHMARKS.md section 16). Recalls past their timeout were worse: their threads went on in the
+store while the pool started others, one more thread each. The API keeps two of these, one
+for the /qdrant routes and one for recalls (api/app.py).
 """
 
 from __future__ import annotations

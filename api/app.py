@@ -112,7 +112,8 @@ def _start_embedding(app: FastAPI) -> None:
     )
     app.state.lexical = LexicalCollections(runtime.store)
     app.state.term_pool = TermPool()  # a large /qdrant upsert's terms, in a child process
-    app.state.agent_threads = AgentThreads(runtime.settings.agent_threads)
+    app.state.agent_threads = AgentThreads(runtime.settings.agent_threads)  # /qdrant calls
+    app.state.recall_threads = AgentThreads(runtime.settings.agent_threads)  # recalls
     # jieba's dictionary (seconds) loads beside the start; a recall before it is done waits
     chinese.warm_in_background(runtime.agents.languages())
     app.state.embedding_slots = EmbeddingSlots(

@@ -67,7 +67,14 @@ def meters(request: Request) -> ApiMeters | None:
 
 
 def agent_threads(request: Request) -> AgentThreads:
+    """Each agent's share of threads for its /qdrant calls."""
     return cast("AgentThreads", request.app.state.agent_threads)
+
+
+def recall_threads(request: Request) -> AgentThreads:
+    """Each agent's share of threads for its recalls, apart from its /qdrant calls: a
+    SillyTavern re-index does not hold up the same character's Discord recalls."""
+    return cast("AgentThreads", request.app.state.recall_threads)
 
 
 def query_cache(request: Request) -> QueryCache:

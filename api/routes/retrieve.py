@@ -7,7 +7,6 @@ import time
 
 from fastapi import APIRouter, Request
 from fastapi.exceptions import RequestValidationError
-from starlette.concurrency import run_in_threadpool
 
 from api import deps
 from api.deps import RuntimeDep, agent_for
@@ -105,7 +104,12 @@ async def _recall(
     agent: AgentConfig, wanted: RecallRequest, runtime: Runtime, request: Request
 ) -> Recall:
     budget = runtime.settings.recall_timeout_seconds
-    work = run_in_threadpool(
+    # Within the agent's share of threads (api/agent_threads.py), its recalls apart from its
+    # /qdrant calls: waiting for a turn counts in the budget, and a recall over it leaves its
+    # thread working in the store, still counted, so a burst of one agent's slow recalls
+    # times out its own and holds no more threads than its share.
+    work = deps.recall_threads(request).run(
+        agent.collection_name,
         recall,
         agent,
         wanted,

@@ -1,11 +1,12 @@
-"""One agent's burst of /qdrant calls holds at most MEMORY_POOL_AGENT_THREADS of the API's
-threads, so another agent's calls still find one.
+"""One agent's burst of /qdrant calls, or of recalls, holds at most MEMORY_POOL_AGENT_THREADS of
+the API's threads, so another agent's calls still find one.
 
 Seen from outside (BENCHMARKS.md section 16): while one SillyTavern sent 64 small upserts at
 once, another agent's /retrieve went from 3.7 ms to 284 ms at the median. Here the first agent's
 writes are held in the store (as a slow Qdrant holds them) until the test lets them go; more of
 them than Starlette has threads (40) parked every thread, and the other agent's search, upsert
-and recall waited until they ended.
+and recall waited until they ended. Recalls held in the store timed out at their budget while
+their threads went on, 45 of them at once for one agent.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import pytest
 
 from api.qdrant import points
 from api.qdrant.access import Target
+from api.routes import retrieve as retrieve_route
+from shared.agents import AgentConfig
 from tests.support.door import MakeApp, agents, app_factory, served
 from tests.support.embedding_server import EMBEDDING_DIMS, EmbeddingServer, embed_text
 from tests.support.qdrant_server import QdrantTestServer
@@ -152,3 +155,71 @@ def test_a_burst_of_one_agents_upserts_leaves_threads_for_the_others(
         assert [answer.result().status_code for answer in answers] == [200] * BURST
         counted = http.post(f"/qdrant/collections/{BUSY}/points/count", json={"exact": True})
         assert counted.json()["result"]["count"] == BURST  # nothing of the burst was lost
+
+
+@pytest.fixture
+def held_recalls(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldWrites]:
+    """The busy agent's recalls wait in the store until `release()`."""
+    recalls = HeldWrites()
+    real = retrieve_route.recall
+
+    def slow_recall(agent: AgentConfig, *args: Any, **kwargs: Any) -> Any:
+        recalls.hold(Target(agent, agent.collection_name))
+        return real(agent, *args, **kwargs)
+
+    monkeypatch.setattr(retrieve_route, "recall", slow_recall)
+    yield recalls
+    recalls.release()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_burst_of_one_agents_recalls_leaves_threads_for_the_others(
+    make: MakeApp, held_recalls: HeldWrites, tmp_path: Path, kind: str
+) -> None:
+    """The busy agent's recalls time out at their budget (503) while their threads go on in
+    the store; the other agent's recall and calls still find a thread."""
+    with ExitStack() as stack:
+        overrides: dict[str, Any] = {
+            "MEMORY_POOL_AGENT_THREADS": str(PER_AGENT),
+            "MEMORY_POOL_RECALL_TIMEOUT": "1",
+        }
+        if kind == "server":
+            overrides["QDRANT_URL"] = stack.enter_context(QdrantTestServer(tmp_path / "q")).url
+        host, port = stack.enter_context(served(make(agents(), **overrides)))
+        url = f"http://{host}:{port}"
+        http = stack.enter_context(httpx.Client(base_url=url, timeout=60, trust_env=False))
+        for collection in (BUSY, OTHER):
+            create = {"vectors": {"size": EMBEDDING_DIMS, "distance": "Cosine"}}
+            assert http.put(f"/qdrant/collections/{collection}", json=create).status_code == 200
+            assert (
+                http.put(
+                    f"/qdrant/collections/{collection}/points?wait=true",
+                    json=body("the lighthouse keeper rowed out at dawn"),
+                ).status_code
+                == 200
+            )
+
+        burst = stack.enter_context(ThreadPoolExecutor(BURST))
+        stack.callback(held_recalls.release)  # before the burst's threads are waited for
+        limits = httpx.Limits(max_connections=BURST)
+        asker = stack.enter_context(httpx.Client(base_url=url, timeout=60, limits=limits))
+        ask = {"bot": "mythos", "query_text": "who rowed out to the lighthouse?"}
+        answers = [burst.submit(asker.post, "/retrieve", json=ask) for _ in range(BURST)]
+        held_recalls.wait_for(PER_AGENT, timeout=10)
+        held_recalls.wait_for(BURST, timeout=1)
+
+        with httpx.Client(base_url=url, timeout=ANSWER_WITHIN, trust_env=False) as quick:
+            recall = {"bot": "polaris", "query_text": "who rowed out to the lighthouse?"}
+            recalled = quick.post("/retrieve", json=recall)
+            assert recalled.status_code == 200, recalled.text
+            assert "lighthouse" in recalled.json()["formatted"]
+            search = {"vector": embed_text("lighthouse", EMBEDDING_DIMS), "limit": 3}
+            found = quick.post(f"/qdrant/collections/{OTHER}/points/search", json=search)
+            assert found.status_code == 200, found.text
+
+        assert held_recalls.most == PER_AGENT
+        codes = {answer.result().status_code for answer in answers}
+        assert codes == {503}, codes  # each answered at its budget, none waited for the others
+        held_recalls.release()
+        again = http.post("/retrieve", json=ask)
+        assert again.status_code == 200, again.text  # the share came back as the threads ended
