@@ -5,15 +5,18 @@ Store calls run in Starlette's threadpool (40 threads, shared by every route and
 SillyTavern that sends dozens of upserts at once to a slow store would otherwise hold every
 thread, and another agent's search, upsert or /retrieve would wait for one until they ended
 (BENCHMARKS.md section 16). Recalls past their timeout were worse: their threads went on in the
-store while the pool started others, one more thread each. The API keeps two of these, one
-for the /qdrant routes and one for recalls (api/app.py).
+store while the pool started others, one more thread each.
+
+A share bounds one agent, not one client: a client that may write to many agents (no API keys,
+`accept_unlisted_agents`) can still fill the pool through as many names.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from dataclasses import dataclass
+from typing import Any, ParamSpec, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
@@ -52,7 +55,7 @@ class AgentThreads:
             self._leave(collection, share)
             raise
         share.running += 1
-        work = asyncio.ensure_future(run_in_threadpool(fn, *args, **kwargs))
+        work = asyncio.ensure_future(run_in_threadpool(_ordinary, fn, args, kwargs))
         # The slot goes back when the thread is done, not when this request is: a request
         # given up (a stop, say) leaves its thread working in the store, and it still counts.
         work.add_done_callback(lambda done: self._done(collection, share, done))
@@ -79,3 +82,31 @@ class AgentThreads:
     def agents(self) -> int:
         """Collections with calls running or waiting now."""
         return len(self._shares)
+
+
+def _ordinary(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+    """`fn` in its thread, a SystemExit or KeyboardInterrupt from it turned into an error of
+    its request: raised in the task that runs it (not the request's own), asyncio would let it
+    end the whole server."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception:
+        raise
+    except BaseException as exc:
+        raise RuntimeError(f"{type(exc).__name__} raised by a store call") from exc
+
+
+@dataclass(frozen=True)
+class AgentShares:
+    """Each agent's three shares, apart, so that its burst of one kind never holds up its own
+    calls of another: its /qdrant reads (a SillyTavern's searches before it answers), its
+    /qdrant writes (that SillyTavern's re-index), and its recalls (the same character on
+    Discord or Hermes)."""
+
+    reads: AgentThreads
+    writes: AgentThreads
+    recalls: AgentThreads
+
+    @classmethod
+    def of(cls, per_agent: int) -> AgentShares:
+        return cls(AgentThreads(per_agent), AgentThreads(per_agent), AgentThreads(per_agent))

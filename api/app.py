@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from api.agent_threads import AgentThreads
+from api.agent_threads import AgentShares
 from api.cors import Cors
 from api.errors import install_error_handlers
 from api.mcp.mount import install_mcp
@@ -112,8 +112,7 @@ def _start_embedding(app: FastAPI) -> None:
     )
     app.state.lexical = LexicalCollections(runtime.store)
     app.state.term_pool = TermPool()  # a large /qdrant upsert's terms, in a child process
-    app.state.agent_threads = AgentThreads(runtime.settings.agent_threads)  # /qdrant calls
-    app.state.recall_threads = AgentThreads(runtime.settings.agent_threads)  # recalls
+    app.state.agent_shares = AgentShares.of(runtime.settings.agent_threads)
     # jieba's dictionary (seconds) loads beside the start; a recall before it is done waits
     chinese.warm_in_background(runtime.agents.languages())
     app.state.embedding_slots = EmbeddingSlots(

@@ -13,7 +13,7 @@ from shared.runtime import Runtime
 if TYPE_CHECKING:  # the app's parts, for their types only (api.app imports this module's users)
     from prometheus_client import CollectorRegistry
 
-    from api.agent_threads import AgentThreads
+    from api.agent_threads import AgentShares
     from api.metrics import ApiMeters
     from api.openai_compat.service import EmbeddingSlots
     from api.recall.lexical import LexicalCollections
@@ -66,15 +66,9 @@ def meters(request: Request) -> ApiMeters | None:
     return cast("ApiMeters | None", request.app.state.meters)
 
 
-def agent_threads(request: Request) -> AgentThreads:
-    """Each agent's share of threads for its /qdrant calls."""
-    return cast("AgentThreads", request.app.state.agent_threads)
-
-
-def recall_threads(request: Request) -> AgentThreads:
-    """Each agent's share of threads for its recalls, apart from its /qdrant calls: a
-    SillyTavern re-index does not hold up the same character's Discord recalls."""
-    return cast("AgentThreads", request.app.state.recall_threads)
+def agent_shares(request: Request) -> AgentShares:
+    """Each agent's shares of the API's threads (api/agent_threads.py)."""
+    return cast("AgentShares", request.app.state.agent_shares)
 
 
 def query_cache(request: Request) -> QueryCache:

@@ -120,11 +120,16 @@ def _terms(points: Sequence[PointIn], language: str, make: TermsMaker) -> list[T
     return found
 
 
+def text_chars(points: Sequence[PointIn]) -> int:
+    """The characters of the points' `text`: what their BM25 terms cost to make."""
+    texts = ((p.payload or {}).get(TEXT) for p in points)
+    return sum(len(text) for text in texts if isinstance(text, str))
+
+
 def _check_text_length(points: Sequence[PointIn], limit: int) -> None:
     """The text to term in one request is bounded as /save's (MEMORY_POOL_MAX_CHARS): terms are
     made here, in the API's process, and a Chinese cut costs the most."""
-    texts = ((p.payload or {}).get(TEXT) for p in points)
-    chars = sum(len(text) for text in texts if isinstance(text, str))
+    chars = text_chars(points)
     if chars > limit:
         raise RequestTooLarge.of_text(chars, limit, "request")
 

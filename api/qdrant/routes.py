@@ -5,13 +5,14 @@ Qdrant's answer shape; any other path under /qdrant is 404 in Qdrant's error sha
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Annotated, Any, NoReturn
 
 from fastapi import APIRouter, Path, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import RuntimeDep
-from api.deps import agent_threads as threads
+from api.deps import agent_shares as shares
 from api.qdrant import collections, points
 from api.qdrant.access import reachable, target
 from api.qdrant.schemas import (
@@ -67,7 +68,9 @@ async def get_collection(
     """The collection as Qdrant describes it (`config.params.vectors.size`); 404 when missing."""
     started = time.perf_counter()
     found = target(runtime.agents, collection, request.headers)
-    return ok(await threads(request).run(collection, collections.info, runtime, found), started)
+    return ok(
+        await shares(request).reads.run(collection, collections.info, runtime, found), started
+    )
 
 
 @router.put(COLLECTION, response_model=Answer[bool], responses=WITH_BODY)
@@ -80,7 +83,7 @@ async def create_collection(
     found = target(runtime.agents, collection, request.headers)
     vectors = body.vectors
     size, distance = vectors.size, vectors.distance
-    created = await threads(request).run(
+    created = await shares(request).writes.run(
         collection, collections.create, runtime, found, size=size, distance=distance
     )
     return ok(created, started)
@@ -94,7 +97,9 @@ async def delete_collection(
     without a `source`); what other interfaces wrote, and the collection, stay."""
     started = time.perf_counter()
     found = target(runtime.agents, collection, request.headers)
-    deleted = await threads(request).run(collection, collections.delete_own_points, runtime, found)
+    deleted = await shares(request).writes.run(
+        collection, collections.delete_own_points, runtime, found
+    )
     return ok(deleted, started)
 
 
@@ -111,9 +116,14 @@ async def upsert_points(
     started = time.perf_counter()
     found = target(runtime.agents, collection, request.headers)
     pool: TermPool = request.app.state.term_pool  # a large upsert's terms: in a child process
-    result = await threads(request).run(
-        collection, points.upsert, runtime, found, body.points, wait=wait, make_terms=pool.terms
-    )
+    upsert = partial(points.upsert, runtime, found, body.points, wait=wait, make_terms=pool.terms)
+    if pool.in_child(points.text_chars(body.points)):
+        # Its thread waits for the term process, whose queue already bounds those threads for
+        # every agent together (503 at once beyond it): queued in the share instead, a burst
+        # of one agent's large upserts would keep the term process's places for all of it.
+        result = await run_in_threadpool(upsert)
+    else:
+        result = await shares(request).writes.run(collection, upsert)
     return ok(result, started)
 
 
@@ -129,7 +139,9 @@ async def search_points(
     """The nearest points by cosine, at or above `score_threshold`, under the filter."""
     started = time.perf_counter()
     found = target(runtime.agents, collection, request.headers)
-    return ok(await threads(request).run(collection, points.search, runtime, found, body), started)
+    return ok(
+        await shares(request).reads.run(collection, points.search, runtime, found, body), started
+    )
 
 
 @router.post(
@@ -145,7 +157,9 @@ async def scroll_points(
     any point holds a message id: `should` of `messageIds` text matches)."""
     started = time.perf_counter()
     found = target(runtime.agents, collection, request.headers)
-    return ok(await threads(request).run(collection, points.scroll, runtime, found, body), started)
+    return ok(
+        await shares(request).reads.run(collection, points.scroll, runtime, found, body), started
+    )
 
 
 @router.post(POINTS + "/count", response_model=Answer[CountResult], responses=WITH_BODY)
@@ -155,7 +169,9 @@ async def count_points(
     """How many points the filter selects (exact)."""
     started = time.perf_counter()
     found = target(runtime.agents, collection, request.headers)
-    return ok(await threads(request).run(collection, points.count, runtime, found, body), started)
+    return ok(
+        await shares(request).reads.run(collection, points.count, runtime, found, body), started
+    )
 
 
 METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]

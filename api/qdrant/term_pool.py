@@ -90,9 +90,13 @@ class TermPool:
         self._pool: ProcessPoolExecutor | None = None
         self._closed = False
 
+    def in_child(self, chars: int) -> bool:
+        """Whether an upsert of `chars` characters of text is termed in the child."""
+        return chars > self.in_process_chars
+
     def terms(self, texts: Sequence[str], language: str) -> list[Terms]:
         chars = sum(len(text) for text in texts)
-        if chars <= self.in_process_chars:
+        if not self.in_child(chars):
             return documents_terms(list(texts), language)
         with self._lock:
             if self._queued >= self.max_queued:

@@ -108,7 +108,7 @@ async def _recall(
     # /qdrant calls: waiting for a turn counts in the budget, and a recall over it leaves its
     # thread working in the store, still counted, so a burst of one agent's slow recalls
     # times out its own and holds no more threads than its share.
-    work = deps.recall_threads(request).run(
+    work = deps.agent_shares(request).recalls.run(
         agent.collection_name,
         recall,
         agent,

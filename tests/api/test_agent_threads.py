@@ -95,3 +95,46 @@ def test_a_running_call_cancelled_keeps_its_slot_until_its_thread_ends() -> None
         assert threads.agents == 0
 
     asyncio.run(scenario())
+
+
+def test_a_system_exit_in_a_call_is_its_error_not_the_servers() -> None:
+    """Raised in the task that runs the thread, asyncio would let it end the loop."""
+
+    async def scenario() -> str:
+        threads = AgentThreads(per_agent=1)
+
+        def exits() -> None:
+            raise SystemExit(3)
+
+        with pytest.raises(RuntimeError, match="SystemExit"):
+            await threads.run("mem_a", exits)
+        return await threads.run("mem_a", lambda: "still serving")
+
+    assert asyncio.run(scenario()) == "still serving"
+
+
+def test_every_slot_comes_back_after_failures_and_cancellations() -> None:
+    async def scenario() -> None:
+        threads = AgentThreads(per_agent=3)
+        gate = threading.Event()
+
+        def fails() -> None:
+            raise ValueError("refused")
+
+        for _ in range(5):
+            with pytest.raises(ValueError):
+                await threads.run("mem_a", fails)
+        waiting = [asyncio.create_task(threads.run("mem_a", gate.wait, WAIT)) for _ in range(6)]
+        await _until(lambda: threads.running("mem_a") == 3)
+        for task in waiting[::2]:
+            task.cancel()
+        gate.set()
+        await asyncio.gather(*waiting, return_exceptions=True)
+        await _until(lambda: threads.agents == 0)
+        again = threading.Event()
+        full = [asyncio.create_task(threads.run("mem_a", again.wait, WAIT)) for _ in range(3)]
+        await _until(lambda: threads.running("mem_a") == 3)  # all three slots are there again
+        again.set()
+        assert await asyncio.gather(*full) == [True] * 3
+
+    asyncio.run(scenario())

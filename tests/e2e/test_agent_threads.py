@@ -12,22 +12,26 @@ their threads went on, 45 of them at once for one agent.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from api.qdrant import points
+from api.qdrant import points, term_pool
 from api.qdrant.access import Target
+from api.qdrant.term_pool import TermPool
 from api.routes import retrieve as retrieve_route
 from shared.agents import AgentConfig
 from tests.support.door import MakeApp, agents, app_factory, served
 from tests.support.embedding_server import EMBEDDING_DIMS, EmbeddingServer, embed_text
+from tests.support.gated_terms import after_gate
 from tests.support.qdrant_server import QdrantTestServer
 from tests.support.stores import KINDS
 
@@ -132,7 +136,7 @@ def test_a_burst_of_one_agents_upserts_leaves_threads_for_the_others(
             for n in range(BURST)
         ]  # fmt: skip
         held.wait_for(PER_AGENT, timeout=10)
-        # Every request of the burst is in by now, or would be, had it found a thread.
+        # A moment for the rest of the burst to come in, as it would had it found threads.
         held.wait_for(BURST, timeout=1)
 
         quick = httpx.Client(base_url=url, timeout=ANSWER_WITHIN, trust_env=False)
@@ -149,6 +153,11 @@ def test_a_burst_of_one_agents_upserts_leaves_threads_for_the_others(
             recalled = quick.post("/retrieve", json=recall)
             assert recalled.status_code == 200, recalled.text
             assert "lighthouse" in recalled.json()["formatted"]
+            # The busy agent's own reads and recalls have shares apart from its writes.
+            own = quick.post(f"/qdrant/collections/{BUSY}/points/search", json=search)
+            assert own.status_code == 200, own.text
+            own_recall = quick.post("/retrieve", json={**recall, "bot": "mythos"})
+            assert own_recall.status_code == 200, own_recall.text
 
         assert held.most == PER_AGENT  # the busy agent held its share of threads, no more
         held.release()
@@ -206,7 +215,7 @@ def test_a_burst_of_one_agents_recalls_leaves_threads_for_the_others(
         ask = {"bot": "mythos", "query_text": "who rowed out to the lighthouse?"}
         answers = [burst.submit(asker.post, "/retrieve", json=ask) for _ in range(BURST)]
         held_recalls.wait_for(PER_AGENT, timeout=10)
-        held_recalls.wait_for(BURST, timeout=1)
+        held_recalls.wait_for(BURST, timeout=1)  # a moment for the rest of the burst
 
         with httpx.Client(base_url=url, timeout=ANSWER_WITHIN, trust_env=False) as quick:
             recall = {"bot": "polaris", "query_text": "who rowed out to the lighthouse?"}
@@ -223,3 +232,42 @@ def test_a_burst_of_one_agents_recalls_leaves_threads_for_the_others(
         held_recalls.release()
         again = http.post("/retrieve", json=ask)
         assert again.status_code == 200, again.text  # the share came back as the threads ended
+
+
+def test_large_upserts_past_the_term_process_queue_are_still_refused_at_once(
+    make: MakeApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review: queued in the agent's share, a burst of large upserts kept the term process's
+    four places for all of it, and every other agent's large upsert was refused meanwhile. A
+    large upsert waits in the term process's own queue, as before: past it, 503 at once."""
+    gate = tmp_path / "gate"
+    small = 100  # characters termed in process; more go to the child, which waits for `gate`
+    monkeypatch.setattr(
+        "api.app.TermPool",
+        lambda: TermPool(in_process_chars=small, child_terms=partial(after_gate, gate)),
+    )
+    with ExitStack() as stack:
+        overrides = {"MEMORY_POOL_AGENT_THREADS": "1"}
+        host, port = stack.enter_context(served(make(agents(), **overrides)))
+        url = f"http://{host}:{port}"
+        http = stack.enter_context(httpx.Client(base_url=url, timeout=60, trust_env=False))
+        for collection in (BUSY, OTHER):
+            create = {"vectors": {"size": EMBEDDING_DIMS, "distance": "Cosine"}}
+            assert http.put(f"/qdrant/collections/{collection}", json=create).status_code == 200
+        large = body("the harbour lights were far away tonight " * 5)
+        burst = stack.enter_context(ThreadPoolExecutor(8))
+        stack.callback(gate.touch)  # before the burst's threads are waited for
+        writer = stack.enter_context(
+            httpx.Client(base_url=url, timeout=60, limits=httpx.Limits(max_connections=8))
+        )
+        put = f"/qdrant/collections/{BUSY}/points?wait=true"
+        answers = [burst.submit(writer.put, put, json=large) for _ in range(8)]
+        deadline = time.monotonic() + ANSWER_WITHIN
+        while sum(a.done() for a in answers) < 8 - term_pool.MAX_QUEUED:
+            assert time.monotonic() < deadline, "the burst past the queue was not refused at once"
+            time.sleep(0.01)
+        refused = [a.result() for a in answers if a.done()]
+        assert {r.status_code for r in refused} == {503}, [r.text for r in refused]
+        gate.touch()
+        codes = sorted(answer.result().status_code for answer in answers)
+        assert codes == [200] * term_pool.MAX_QUEUED + [503] * (8 - term_pool.MAX_QUEUED)
