@@ -134,16 +134,10 @@ def _check_text_length(points: Sequence[PointIn], limit: int) -> None:
         raise RequestTooLarge.of_text(chars, limit, "request")
 
 
-def upsert(
-    runtime: Runtime,
-    target: Target,
-    points: Sequence[PointIn],
-    *,
-    wait: bool,
-    make_terms: TermsMaker,
-) -> dict:
-    """All the points or none: a vector of another size than the collection's, or a bad id,
-    refuses the whole request before anything is written."""
+def checked(runtime: Runtime, target: Target, points: Sequence[PointIn]) -> list[str]:
+    """An upsert's checks, the store's collection read among them, before any terms are made:
+    all the points or none, so a vector of another size than the collection's, or a bad id,
+    refuses the whole request before anything is written. Returns the points' ids."""
     limit = runtime.settings.max_messages_per_request
     if len(points) > limit:
         raise RequestTooLarge(
@@ -155,7 +149,24 @@ def upsert(
     ids = [_point_id(p.id) for p in points]
     for point in points:
         _check_vector(state, point.vector)
-    terms = _terms(points, target.agent.language, make_terms)
+    return ids
+
+
+def terms_of(points: Sequence[PointIn], language: str, make: TermsMaker) -> list[Terms | None]:
+    """BM25 terms of each point's `text`, as a flush makes them (none without a text)."""
+    return _terms(points, language, make)
+
+
+def write(
+    runtime: Runtime,
+    target: Target,
+    points: Sequence[PointIn],
+    ids: Sequence[str],
+    terms: Sequence[Terms | None],
+    *,
+    wait: bool,
+) -> dict:
+    """The checked points, with their terms, written."""
     written = [
         PointToWrite(pid, list(p.vector), dict(p.payload or {}), t)
         for pid, p, t in zip(ids, points, terms, strict=True)
@@ -163,6 +174,20 @@ def upsert(
     with store_refusals():
         runtime.store.upsert(target.collection, written)
     return {"operation_id": next(_operations), "status": "completed" if wait else "acknowledged"}
+
+
+def upsert(
+    runtime: Runtime,
+    target: Target,
+    points: Sequence[PointIn],
+    *,
+    wait: bool,
+    make_terms: TermsMaker,
+) -> dict:
+    """Checked, termed and written in one go (an upsert whose terms are made in process)."""
+    ids = checked(runtime, target, points)
+    terms = terms_of(points, target.agent.language, make_terms)
+    return write(runtime, target, points, ids, terms, wait=wait)
 
 
 # --- reads ------------------------------------------------------------------------------------

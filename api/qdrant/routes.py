@@ -5,7 +5,6 @@ Qdrant's answer shape; any other path under /qdrant is 404 in Qdrant's error sha
 from __future__ import annotations
 
 import time
-from functools import partial
 from typing import Annotated, Any, NoReturn
 
 from fastapi import APIRouter, Path, Query, Request
@@ -116,14 +115,23 @@ async def upsert_points(
     started = time.perf_counter()
     found = target(runtime.agents, collection, request.headers)
     pool: TermPool = request.app.state.term_pool  # a large upsert's terms: in a child process
-    upsert = partial(points.upsert, runtime, found, body.points, wait=wait, make_terms=pool.terms)
-    if pool.in_child(points.text_chars(body.points)):
-        # Its thread waits for the term process, whose queue already bounds those threads for
-        # every agent together (503 at once beyond it): queued in the share instead, a burst
-        # of one agent's large upserts would keep the term process's places for all of it.
-        result = await run_in_threadpool(upsert)
+    writes = shares(request).writes
+    if not pool.in_child(points.text_chars(body.points)):
+        result = await writes.run(
+            collection, points.upsert, runtime, found, body.points, wait=wait,
+            make_terms=pool.terms,
+        )  # fmt: skip
     else:
-        result = await shares(request).writes.run(collection, upsert)
+        # Its terms wait for the term process, whose own queue bounds those threads for every
+        # agent together (503 at once past it); only its store steps take the agent's share.
+        # Queued in the share whole, a burst of one agent's large upserts kept that queue's
+        # places for all of it; outside it whole, they held threads in a slow store unbounded.
+        ids = await writes.run(collection, points.checked, runtime, found, body.points)
+        language = found.agent.language
+        terms = await run_in_threadpool(points.terms_of, body.points, language, pool.terms)
+        result = await writes.run(
+            collection, points.write, runtime, found, body.points, ids, terms, wait=wait
+        )
     return ok(result, started)
 
 
