@@ -16,12 +16,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import random
-import shutil
-import tempfile
 import threading
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -29,8 +26,8 @@ import numpy as np
 
 from bench.machine import describe
 from bench.retrieve_backfill import ask
-from bench.retrieve_serve import BOT, Serve, asks, baseline_code, fill_edge
-from bench.stack import Stack
+from bench.retrieve_serve import BOT, Serve
+from bench.serves import each_serve
 from bench.stats import median, pct, ratio, table
 
 BUSY = "mem_busy"
@@ -133,28 +130,11 @@ def main() -> None:
     args.burst = [int(k) for k in args.burst.split(",")]
     print(describe(), flush=True)
     rows: list[list[Any]] = []
-    with tempfile.TemporaryDirectory(prefix="mp-agent-threads-") as tmp, Stack() as stack:
-        embed_url = stack.start_embedding(args.dims)
-        agents = Path(tmp) / "agents.yaml"
-        agents.write_text(AGENTS_YAML)
-        filled = Path(tmp) / "filled"
-        filled.mkdir()
-        fill_edge(filled, args.size, args.dims)
-        queries = asks(filled, embed_url, args.size, args.samples, "random")[5:]
-        codes: dict[str, Path | None] = {"this version": None}
-        if args.before:
-            codes[args.before] = baseline_code(args.before, Path(tmp) / "before")
-        for n, (name, code) in enumerate(codes.items()):
-            data = Path(tmp) / f"data-{n}"
-            shutil.copytree(filled, data)
-            serve = Serve(data, embed_url, code=code, MEMORY_POOL_CONFIG=str(agents))
-            try:
-                got = measure(serve, queries, args)
-            finally:
-                serve.stop()
-            got[0][0] = name
-            rows.extend(got)
-            print(table(HEADER, rows), flush=True)
+    for name, serve, queries in each_serve(args, AGENTS_YAML, "mp-agent-threads-"):
+        got = measure(serve, queries, args)
+        got[0][0] = name
+        rows.extend(got)
+        print(table(HEADER, rows), flush=True)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from functools import partial
@@ -40,6 +40,7 @@ from tests.support.stores import KINDS
 BUSY, OTHER = "mem_mythos", "mem_polaris"
 BURST = 45  # more than Starlette's threadpool (anyio's 40 threads)
 PER_AGENT = 4
+PER_AGENT_S = str(PER_AGENT)  # as the setting is read
 LARGE = 10  # large upserts of one agent, one after another
 ANSWER_WITHIN = 5.0  # seconds; the held upserts would hold the other agent for HOLD_AT_MOST
 HOLD_AT_MOST = 30.0
@@ -107,32 +108,42 @@ def body(*texts: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def two_agents(
+    stack: ExitStack, make: MakeApp, tmp_path: Path, kind: str, **overrides: str
+) -> tuple[str, httpx.Client]:
+    """The app on uvicorn (on `kind`'s store) with the busy and the other agent's collections
+    made: its URL, and a client of it."""
+    if kind == "server":
+        overrides["QDRANT_URL"] = stack.enter_context(QdrantTestServer(tmp_path / "q")).url
+    host, port = stack.enter_context(served(make(agents(), **overrides)))
+    url = f"http://{host}:{port}"
+    http = stack.enter_context(httpx.Client(base_url=url, timeout=60, trust_env=False))
+    for collection in (BUSY, OTHER):
+        create = {"vectors": {"size": EMBEDDING_DIMS, "distance": "Cosine"}}
+        assert http.put(f"/qdrant/collections/{collection}", json=create).status_code == 200
+    return url, http
+
+
+def bursting(
+    stack: ExitStack, url: str, size: int, release: Callable[[], None]
+) -> tuple[ThreadPoolExecutor, httpx.Client]:
+    """Threads and connections for a burst of `size` requests; `release` runs before the
+    burst's threads are waited for, so a failing test never waits for held calls."""
+    burst = stack.enter_context(ThreadPoolExecutor(size))
+    stack.callback(release)
+    limits = httpx.Limits(max_connections=size)
+    return burst, stack.enter_context(httpx.Client(base_url=url, timeout=60, limits=limits))
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_burst_of_one_agents_upserts_leaves_threads_for_the_others(
     make: MakeApp, held: HeldWrites, tmp_path: Path, kind: str
 ) -> None:
     with ExitStack() as stack:
-        overrides: dict[str, Any] = {"MEMORY_POOL_AGENT_THREADS": str(PER_AGENT)}
-        if kind == "server":
-            overrides["QDRANT_URL"] = stack.enter_context(QdrantTestServer(tmp_path / "q")).url
-        host, port = stack.enter_context(served(make(agents(), **overrides)))
-        url = f"http://{host}:{port}"
-        http = stack.enter_context(httpx.Client(base_url=url, timeout=60, trust_env=False))
-        for collection in (BUSY, OTHER):
-            create = {"vectors": {"size": EMBEDDING_DIMS, "distance": "Cosine"}}
-            assert http.put(f"/qdrant/collections/{collection}", json=create).status_code == 200
-        assert (
-            http.put(
-                f"/qdrant/collections/{OTHER}/points?wait=true",
-                json=body("the lighthouse keeper rowed out at dawn"),
-            ).status_code
-            == 200
-        )
-
-        burst = stack.enter_context(ThreadPoolExecutor(BURST))
-        stack.callback(held.release)  # before the burst's threads are waited for
-        limits = httpx.Limits(max_connections=BURST)
-        writer = stack.enter_context(httpx.Client(base_url=url, timeout=60, limits=limits))
+        url, http = two_agents(stack, make, tmp_path, kind, MEMORY_POOL_AGENT_THREADS=PER_AGENT_S)
+        note = body("the lighthouse keeper rowed out at dawn")
+        assert http.put(f"/qdrant/collections/{OTHER}/points?wait=true", json=note).is_success
+        burst, writer = bursting(stack, url, BURST, held.release)
         answers = [
             burst.submit(writer.put, f"/qdrant/collections/{BUSY}/points?wait=true",
                          json=body(f"burst message {n} about the harbour"))
@@ -191,30 +202,12 @@ def test_a_burst_of_one_agents_recalls_leaves_threads_for_the_others(
     """The busy agent's recalls time out at their budget (503) while their threads go on in
     the store; the other agent's recall and calls still find a thread."""
     with ExitStack() as stack:
-        overrides: dict[str, Any] = {
-            "MEMORY_POOL_AGENT_THREADS": str(PER_AGENT),
-            "MEMORY_POOL_RECALL_TIMEOUT": "3",
-        }
-        if kind == "server":
-            overrides["QDRANT_URL"] = stack.enter_context(QdrantTestServer(tmp_path / "q")).url
-        host, port = stack.enter_context(served(make(agents(), **overrides)))
-        url = f"http://{host}:{port}"
-        http = stack.enter_context(httpx.Client(base_url=url, timeout=60, trust_env=False))
+        url, http = two_agents(stack, make, tmp_path, kind, MEMORY_POOL_AGENT_THREADS=PER_AGENT_S)
+        note = body("the lighthouse keeper rowed out at dawn")
         for collection in (BUSY, OTHER):
-            create = {"vectors": {"size": EMBEDDING_DIMS, "distance": "Cosine"}}
-            assert http.put(f"/qdrant/collections/{collection}", json=create).status_code == 200
-            assert (
-                http.put(
-                    f"/qdrant/collections/{collection}/points?wait=true",
-                    json=body("the lighthouse keeper rowed out at dawn"),
-                ).status_code
-                == 200
-            )
-
-        burst = stack.enter_context(ThreadPoolExecutor(BURST))
-        stack.callback(held_recalls.release)  # before the burst's threads are waited for
-        limits = httpx.Limits(max_connections=BURST)
-        asker = stack.enter_context(httpx.Client(base_url=url, timeout=60, limits=limits))
+            put = f"/qdrant/collections/{collection}/points?wait=true"
+            assert http.put(put, json=note).is_success
+        burst, asker = bursting(stack, url, BURST, held_recalls.release)
         ask = {"bot": "mythos", "query_text": "who rowed out to the lighthouse?"}
         answers = [burst.submit(asker.post, "/retrieve", json=ask) for _ in range(BURST)]
         held_recalls.wait_for(PER_AGENT, timeout=10)
@@ -252,19 +245,9 @@ def test_large_upserts_past_the_term_process_queue_are_still_refused_at_once(
         lambda: TermPool(in_process_chars=small, child_terms=partial(after_gate, gate)),
     )
     with ExitStack() as stack:
-        overrides = {"MEMORY_POOL_AGENT_THREADS": "1"}
-        host, port = stack.enter_context(served(make(agents(), **overrides)))
-        url = f"http://{host}:{port}"
-        http = stack.enter_context(httpx.Client(base_url=url, timeout=60, trust_env=False))
-        for collection in (BUSY, OTHER):
-            create = {"vectors": {"size": EMBEDDING_DIMS, "distance": "Cosine"}}
-            assert http.put(f"/qdrant/collections/{collection}", json=create).status_code == 200
+        url, _ = two_agents(stack, make, tmp_path, "edge", MEMORY_POOL_AGENT_THREADS="1")
         large = body("the harbour lights were far away tonight " * 5)
-        burst = stack.enter_context(ThreadPoolExecutor(8))
-        stack.callback(gate.touch)  # before the burst's threads are waited for
-        writer = stack.enter_context(
-            httpx.Client(base_url=url, timeout=60, limits=httpx.Limits(max_connections=8))
-        )
+        burst, writer = bursting(stack, url, 8, gate.touch)
         put = f"/qdrant/collections/{BUSY}/points?wait=true"
         answers = [burst.submit(writer.put, put, json=large) for _ in range(8)]
         deadline = time.monotonic() + ANSWER_WITHIN
@@ -296,24 +279,11 @@ def test_large_upserts_into_a_slow_store_hold_no_more_than_the_share(
 
     monkeypatch.setattr(store_class, "upsert", slow_upsert)
     with ExitStack() as stack:
-        overrides: dict[str, Any] = {"MEMORY_POOL_AGENT_THREADS": str(PER_AGENT)}
-        if kind == "server":
-            overrides["QDRANT_URL"] = stack.enter_context(QdrantTestServer(tmp_path / "q")).url
-        app = make(agents(), **overrides)
-        host, port = stack.enter_context(served(app))
-        url = f"http://{host}:{port}"
-        http = stack.enter_context(httpx.Client(base_url=url, timeout=60, trust_env=False))
-        for collection in (BUSY, OTHER):
-            create = {"vectors": {"size": EMBEDDING_DIMS, "distance": "Cosine"}}
-            assert http.put(f"/qdrant/collections/{collection}", json=create).status_code == 200
+        url, http = two_agents(stack, make, tmp_path, kind, MEMORY_POOL_AGENT_THREADS=PER_AGENT_S)
         large = body("the harbour lights were far away tonight " * 5)
         warm = http.put(f"/qdrant/collections/{OTHER}/points?wait=true", json=large)
         assert warm.status_code == 200, warm.text  # the term process is up
-        burst = stack.enter_context(ThreadPoolExecutor(LARGE))
-        stack.callback(held.release)  # before the burst's threads are waited for
-        writer = stack.enter_context(
-            httpx.Client(base_url=url, timeout=60, limits=httpx.Limits(max_connections=LARGE))
-        )
+        burst, writer = bursting(stack, url, LARGE, held.release)
         put = f"/qdrant/collections/{BUSY}/points?wait=true"
         answers = []
         for n in range(LARGE):
