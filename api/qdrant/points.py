@@ -109,7 +109,7 @@ def _payload(payload: Mapping[str, Any], wanted: bool | list[str]) -> dict[str, 
 # --- writes -----------------------------------------------------------------------------------
 
 
-def _terms(points: Sequence[PointIn], language: str, make: TermsMaker) -> list[Terms | None]:
+def terms_of(points: Sequence[PointIn], language: str, make: TermsMaker) -> list[Terms | None]:
     """BM25 terms of each point's `text`, as a flush makes them (none without a text)."""
     texts = [(p.payload or {}).get(TEXT) for p in points]
     wanted = [i for i, text in enumerate(texts) if isinstance(text, str) and text]
@@ -150,11 +150,6 @@ def checked(runtime: Runtime, target: Target, points: Sequence[PointIn]) -> list
     for point in points:
         _check_vector(state, point.vector)
     return ids
-
-
-def terms_of(points: Sequence[PointIn], language: str, make: TermsMaker) -> list[Terms | None]:
-    """BM25 terms of each point's `text`, as a flush makes them (none without a text)."""
-    return _terms(points, language, make)
 
 
 def write(

@@ -46,8 +46,9 @@ ANSWER_WITHIN = 5.0  # seconds; the held upserts would hold the other agent for 
 HOLD_AT_MOST = 30.0
 
 
-class HeldWrites:
-    """`points.upsert` for the busy agent waits until `release()`: its store is slow."""
+class HeldCalls:
+    """A store call of the busy agent (an upsert, a recall) waits until `release()`: its store
+    is slow."""
 
     def __init__(self) -> None:
         self._gate = threading.Event()
@@ -85,8 +86,8 @@ def make(redis_url: str, embeddings: EmbeddingServer, tmp_path: Path) -> Iterato
 
 
 @pytest.fixture
-def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldWrites]:
-    writes = HeldWrites()
+def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldCalls]:
+    writes = HeldCalls()
     real = points.upsert
 
     def slow_upsert(runtime: Any, target: Target, *args: Any, **kwargs: Any) -> Any:
@@ -137,7 +138,7 @@ def bursting(
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_burst_of_one_agents_upserts_leaves_threads_for_the_others(
-    make: MakeApp, held: HeldWrites, tmp_path: Path, kind: str
+    make: MakeApp, held: HeldCalls, tmp_path: Path, kind: str
 ) -> None:
     with ExitStack() as stack:
         url, http = two_agents(stack, make, tmp_path, kind, MEMORY_POOL_AGENT_THREADS=PER_AGENT_S)
@@ -181,9 +182,9 @@ def test_a_burst_of_one_agents_upserts_leaves_threads_for_the_others(
 
 
 @pytest.fixture
-def held_recalls(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldWrites]:
+def held_recalls(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldCalls]:
     """The busy agent's recalls wait in the store until `release()`."""
-    recalls = HeldWrites()
+    recalls = HeldCalls()
     real = retrieve_route.recall
 
     def slow_recall(agent: AgentConfig, *args: Any, **kwargs: Any) -> Any:
@@ -197,7 +198,7 @@ def held_recalls(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldWrites]:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_burst_of_one_agents_recalls_leaves_threads_for_the_others(
-    make: MakeApp, held_recalls: HeldWrites, tmp_path: Path, kind: str
+    make: MakeApp, held_recalls: HeldCalls, tmp_path: Path, kind: str
 ) -> None:
     """The busy agent's recalls time out at their budget (503) while their threads go on in
     the store; the other agent's recall and calls still find a thread."""
@@ -269,7 +270,7 @@ def test_large_upserts_into_a_slow_store_hold_no_more_than_the_share(
     (the collection read before, the write after) ran outside any bound, so a burst of them
     into a slow store parked every thread as small ones had."""
     monkeypatch.setattr("api.app.TermPool", lambda: TermPool(in_process_chars=100))
-    held = HeldWrites()
+    held = HeldCalls()
     store_class = EdgeStore if kind == "edge" else QdrantStore
     real = store_class.upsert
 
