@@ -5,7 +5,11 @@ Store calls run in Starlette's threadpool (40 threads, shared by every route and
 SillyTavern that sends dozens of upserts at once to a slow store would otherwise hold every
 thread, and another agent's search, upsert or /retrieve would wait for one until they ended
 (BENCHMARKS.md section 16). Recalls past their timeout were worse: their threads went on in the
-store while the pool started others, one more thread each.
+store while the pool started others, one more thread each. The /agents/{bot} endpoints (stats,
+deletes, edits, known ids, the viewer's pages, flush, export and import; MCP `forget`) take a
+share too: a client deleting many messages one request at a time into a slow store held the
+threads the same way. Not bounded: an export's lines, which Starlette reads in its threadpool
+as they stream.
 
 A share bounds one agent, not one client: a client that may write to many agents (no API keys,
 `accept_unlisted_agents`) can still fill the pool through as many names.
@@ -43,8 +47,9 @@ class AgentThreads:
         self._shares: dict[str, _Share] = {}
 
     async def run(
-        self, collection: str, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs
+        self, collection: str, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
+        # positional-only: `fn` may take a `collection` of its own (the import does)
         share = self._shares.get(collection)
         if share is None:
             share = self._shares[collection] = _Share(self.per_agent)
@@ -98,15 +103,28 @@ def _ordinary(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any
 
 @dataclass(frozen=True)
 class AgentShares:
-    """Each agent's three shares, apart, so that its burst of one kind never holds up its own
+    """Each agent's four shares, apart, so that its burst of one kind never holds up its own
     calls of another: its /qdrant reads (a SillyTavern's searches before it answers), its
-    /qdrant writes (that SillyTavern's re-index), and its recalls (the same character on
-    Discord or Hermes)."""
+    /qdrant writes (that SillyTavern's re-index), its recalls (the same character on Discord
+    or Hermes), and its operations (the /agents/{bot} endpoints: stats, deletes, edits, the
+    viewer's pages, flushes and moves)."""
 
     reads: AgentThreads
     writes: AgentThreads
     recalls: AgentThreads
+    operations: AgentThreads
 
     @classmethod
     def of(cls, per_agent: int) -> AgentShares:
-        return cls(AgentThreads(per_agent), AgentThreads(per_agent), AgentThreads(per_agent))
+        return cls(*(AgentThreads(per_agent) for _ in range(4)))
+
+
+@dataclass(frozen=True)
+class AgentCalls:
+    """One request's calls into the store or Redis, run in its agent's operations share."""
+
+    share: AgentThreads
+    collection: str
+
+    async def __call__(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self.share.run(self.collection, fn, *args, **kwargs)

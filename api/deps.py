@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 from fastapi import Depends, Request
 
+from api.agent_threads import AgentCalls
 from api.auth import check_global_access, resolve_agent
 from shared.agents import AgentConfig
 from shared.runtime import Runtime
@@ -88,5 +89,14 @@ def metrics_registry(request: Request) -> CollectorRegistry:
 
 
 AgentDep = Annotated[AgentConfig, Depends(get_agent)]
+
+
+async def get_agent_calls(agent: AgentDep, request: Request) -> AgentCalls:
+    """The request's calls into the store and Redis, in its agent's operations share: one
+    agent's burst of deletes or viewer pages holds a few of the API's threads, not all."""
+    return AgentCalls(agent_shares(request).operations, agent.collection_name)
+
+
+AgentCallsDep = Annotated[AgentCalls, Depends(get_agent_calls)]
 
 GlobalAccess = Depends(require_global_access)

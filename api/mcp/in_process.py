@@ -16,7 +16,7 @@ from mcp.server.mcpserver import Context
 from pydantic import ValidationError
 
 from api.auth import request_key
-from api.deps import agent_for
+from api.deps import agent_for, get_agent_calls
 from api.errors import listed_errors
 from api.mcp.backend import ToolFailure
 from api.routes.agents import DeleteRequest, delete_scope
@@ -81,7 +81,8 @@ class InProcess:
             # the agent first, as the route's dependency: a key out of scope learns nothing more
             found = agent_for(agent, self.runtime, self.request)
             wanted = DeleteRequest.model_validate(scope)
-            deleted = await delete_scope(wanted, found, self.runtime)
+            run = await get_agent_calls(found, self.request)  # the route's share too
+            deleted = await delete_scope(wanted, found, self.runtime, run)
             return deleted.model_dump(mode="json")
 
     async def agents(self) -> dict[str, Any]:

@@ -6,9 +6,8 @@ from typing import Any, Literal
 
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from starlette.concurrency import run_in_threadpool
 
-from api.deps import AgentDep, RuntimeDep
+from api.deps import AgentCallsDep, AgentDep, RuntimeDep
 from api.health import lexical_state
 from api.schemas import (
     AGENT_ACCESS,
@@ -165,16 +164,18 @@ def _lexical(runtime: Runtime, agent: AgentConfig) -> dict[str, Any]:
 
 
 @router.get("/stats", response_model=StatsResponse, responses=AGENT_ACCESS)
-async def stats(agent: AgentDep, runtime: RuntimeDep) -> StatsResponse:
+async def stats(agent: AgentDep, runtime: RuntimeDep, run: AgentCallsDep) -> StatsResponse:
     """Points by source, buffered messages and the last write."""
-    return await run_in_threadpool(_stats, runtime, agent)
+    return await run(_stats, runtime, agent)
 
 
 @router.post("/delete", response_model=DeleteResponse, responses=AGENT_ACCESS)
-async def delete_scope(body: DeleteRequest, agent: AgentDep, runtime: RuntimeDep) -> DeleteResponse:
+async def delete_scope(
+    body: DeleteRequest, agent: AgentDep, runtime: RuntimeDep, run: AgentCallsDep
+) -> DeleteResponse:
     """Delete one scope of the agent's memory; deleted message ids are never stored again."""
     scope = DeleteScope(**body.model_dump())
-    return DeleteResponse.of(await run_in_threadpool(delete, runtime, agent, scope))
+    return DeleteResponse.of(await run(delete, runtime, agent, scope))
 
 
 @router.post(
@@ -183,10 +184,12 @@ async def delete_scope(body: DeleteRequest, agent: AgentDep, runtime: RuntimeDep
     response_model_exclude_none=True,
     responses=AGENT_ACCESS,
 )
-async def known(body: KnownIdsRequest, agent: AgentDep, runtime: RuntimeDep) -> KnownIdsResponse:
+async def known(
+    body: KnownIdsRequest, agent: AgentDep, runtime: RuntimeDep, run: AgentCallsDep
+) -> KnownIdsResponse:
     """Which of these message ids the collection holds (memory-pool's or st-qdrant-memory's);
     with a source, also the fingerprints of the texts that source's chunks hold for them."""
-    found = await run_in_threadpool(
+    found = await run(
         known_messages, runtime.store, agent.collection_name, body.message_ids, body.source
     )
     fingerprints = None if body.source is None else dict(sorted(found.fingerprints.items()))

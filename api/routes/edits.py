@@ -10,9 +10,9 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.concurrency import run_in_threadpool
 
-from api.deps import AgentDep, RuntimeDep, saver
+from api.agent_threads import AgentCalls
+from api.deps import AgentCallsDep, AgentDep, RuntimeDep, saver
 from api.schemas import AGENT_ACCESS, Source, StorableMessageId, error_docs
 from shared.agents import AgentConfig
 from shared.errors import MessageDeleted, MessageNotFound, RequestTooLarge
@@ -83,6 +83,7 @@ async def edit_message(
     body: EditRequest,
     agent: AgentDep,
     runtime: RuntimeDep,
+    run: AgentCallsDep,
     request: Request,
 ) -> EditResponse:
     """Give a message the agent saw a new text, wherever it is: still buffered, or in a
@@ -104,7 +105,7 @@ async def edit_message(
     )
     outcome = counts.outcomes[0]
     if outcome == "new":
-        outcome, counts = await _in_the_store(request, runtime, agent, ref, message_id, text)
+        outcome, counts = await _in_the_store(request, run, runtime, agent, ref, message_id, text)
     if outcome == "deleted":
         raise MessageDeleted(f"message {message_id!r} was deleted; it stays deleted")
     _count(request, agent.name, source, counts)
@@ -112,13 +113,11 @@ async def edit_message(
 
 
 async def _in_the_store(
-    request: Request, runtime: Runtime, agent: AgentConfig, ref: ConversationRef,
-    message_id: str, text: str,
+    request: Request, run: AgentCalls, runtime: Runtime, agent: AgentConfig,
+    ref: ConversationRef, message_id: str, text: str,
 ) -> tuple[str, SaveCounts]:  # fmt: skip
     """No mark (never seen, or seen longer ago than the dedupe window): a chunk may hold it."""
-    held = await run_in_threadpool(
-        holding, runtime.store, agent.collection_name, ref.source, message_id
-    )
+    held = await run(holding, runtime.store, agent.collection_name, ref.source, message_id)
     if held is None:
         raise MessageNotFound(
             f"agent {agent.name!r} has no message {message_id!r} from {ref.source!r}"

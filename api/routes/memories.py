@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import AgentDep, RuntimeDep
+from api.deps import AgentCallsDep, AgentDep, RuntimeDep
 from api.memory_schemas import (
     BROWSE_ERRORS,
     POINT_ERRORS,
@@ -55,6 +55,7 @@ async def list_agents(runtime: RuntimeDep, request: Request) -> AgentList:
 async def browse(
     agent: AgentDep,
     runtime: RuntimeDep,
+    run: AgentCallsDep,
     source: Annotated[SourceFilter | None, Query(description="Only this interface.")] = None,
     channel_id: Annotated[FilterId | None, Query(description="Only this channel.")] = None,
     guild_id: Annotated[FilterId | None, Query(description="Only this guild.")] = None,
@@ -69,7 +70,7 @@ async def browse(
     not listed)."""
     filters = MemoryFilters(source, channel_id, guild_id, conversation_id, user_id, since, until)
     after = Cursor.decode(cursor) if cursor is not None else None
-    page, following = await run_in_threadpool(
+    page, following = await run(
         runtime.store.newest_page,
         agent.collection_name, memory_filter(filters), limit=limit, after=after,
     )  # fmt: skip
@@ -88,9 +89,11 @@ def _point(runtime: Runtime, agent: AgentConfig, point_id: str) -> tuple[str, di
 
 
 @agent_router.get("/memories/{point_id}", response_model=Memory, responses=POINT_ERRORS)
-async def read_memory(point_id: PointId, agent: AgentDep, runtime: RuntimeDep) -> Memory:
+async def read_memory(
+    point_id: PointId, agent: AgentDep, runtime: RuntimeDep, run: AgentCallsDep
+) -> Memory:
     """One chunk of the agent's collection."""
-    return memory_view(*await run_in_threadpool(_point, runtime, agent, point_id))
+    return memory_view(*await run(_point, runtime, agent, point_id))
 
 
 def _delete_point(
@@ -112,12 +115,13 @@ async def delete_memory(
     point_id: PointId,
     agent: AgentDep,
     runtime: RuntimeDep,
+    run: AgentCallsDep,
     dry_run: Annotated[bool, Query(description="Only count what would go.")] = False,
 ) -> DeleteResponse | DeletePreviewResponse:
     """Delete one chunk; every message id it held is tombstoned, so a re-send never stores it
     again, and its messages still buffered go too. st-qdrant-memory may write its own
     points again: it writes to Qdrant itself."""
-    return await run_in_threadpool(_delete_point, runtime, agent, point_id, dry_run)
+    return await run(_delete_point, runtime, agent, point_id, dry_run)
 
 
 @agent_router.post(
@@ -126,10 +130,10 @@ async def delete_memory(
     responses=BROWSE_ERRORS | error_docs(e422="Not exactly one scope, or an unstorable id."),
 )
 async def preview_delete(
-    body: DeleteRequest, agent: AgentDep, runtime: RuntimeDep
+    body: DeleteRequest, agent: AgentDep, runtime: RuntimeDep, run: AgentCallsDep
 ) -> DeletePreviewResponse:
     """How many points POST /agents/{bot}/delete would remove with this body; changes nothing."""
-    found = await run_in_threadpool(preview, runtime, agent, DeleteScope(**body.model_dump()))
+    found = await run(preview, runtime, agent, DeleteScope(**body.model_dump()))
     return DeletePreviewResponse(**asdict(found))
 
 
@@ -153,10 +157,11 @@ def _timeline(runtime: Runtime, agent: AgentConfig, days: int) -> Timeline:
 async def timeline(
     agent: AgentDep,
     runtime: RuntimeDep,
+    run: AgentCallsDep,
     days: Annotated[int, Query(ge=1, le=366, description="How many days, today last.")] = 30,
 ) -> Timeline:
     """Chunks per day (UTC, by their `timestamp`) and source."""
-    return await run_in_threadpool(_timeline, runtime, agent, days)
+    return await run(_timeline, runtime, agent, days)
 
 
 router.include_router(agent_router)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import check_global_access
-from api.deps import AgentDep, RuntimeDep
+from api.deps import AgentCallsDep, AgentDep, RuntimeDep
 from api.health import health_report
 from api.schemas import AGENT_ACCESS, FlushResponse, HealthResponse, HealthStatus, error_docs
 from shared.errors import Forbidden, Unauthorized
@@ -51,16 +51,17 @@ async def health(runtime: RuntimeDep, request: Request) -> HealthResponse | Heal
 async def flush_agent(
     agent: AgentDep,
     runtime: RuntimeDep,
+    run: AgentCallsDep,
     wait: bool = Query(False, description="Answer only once every open chunk is stored."),
     timeout: float = Query(30.0, gt=0, le=300, description="How long `wait` may take, seconds."),
 ) -> FlushResponse:
     """Write every open chunk of the agent now, without closing it."""
-    conversations = await run_in_threadpool(runtime.buffers.force_flush, agent.collection_name)
-    pending, held = await run_in_threadpool(_unwritten, runtime, conversations)
+    conversations = await run(runtime.buffers.force_flush, agent.collection_name)
+    pending, held = await run(_unwritten, runtime, conversations)
     deadline = time.monotonic() + timeout
     while wait and pending and time.monotonic() < deadline:
         await asyncio.sleep(FLUSH_POLL_SECONDS)
-        pending, held = await run_in_threadpool(_unwritten, runtime, conversations)
+        pending, held = await run(_unwritten, runtime, conversations)
     return FlushResponse(
         conversations=len(conversations),
         pending=pending,

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
-from starlette.concurrency import run_in_threadpool
 
+from api.agent_threads import AgentCalls
 from api.auth import check_global_access
-from api.deps import AgentDep, RuntimeDep
+from api.deps import AgentCallsDep, AgentDep, RuntimeDep
 from api.errors import error_body
 from api.schemas import AGENT_ACCESS, error_docs
 from shared.agents import AgentConfig
@@ -50,15 +51,17 @@ def _still_buffered(runtime: Runtime, agent: AgentConfig, *, writable: bool) -> 
     return unwritten_messages(runtime.redis, agent.collection_name, skip=held)
 
 
-async def _flush_first(runtime: Runtime, agent: AgentConfig, timeout: float) -> int:
+async def _flush_first(
+    run: AgentCalls, runtime: Runtime, agent: AgentConfig, timeout: float
+) -> int:
     """Asks the workers to write every open chunk and waits; the messages still buffered."""
-    await run_in_threadpool(runtime.buffers.force_flush, agent.collection_name)
+    await run(runtime.buffers.force_flush, agent.collection_name)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not await run_in_threadpool(_still_buffered, runtime, agent, writable=True):
+        if not await run(_still_buffered, runtime, agent, writable=True):
             break
         await asyncio.sleep(FLUSH_POLL_SECONDS)
-    return await run_in_threadpool(_still_buffered, runtime, agent, writable=False)
+    return await run(_still_buffered, runtime, agent, writable=False)
 
 
 def _buffered_refusal(left: int) -> JSONResponse:
@@ -88,17 +91,18 @@ def _buffered_refusal(left: int) -> JSONResponse:
 async def export_pool(
     agent: AgentDep,
     runtime: RuntimeDep,
+    run: AgentCallsDep,
     vectors: bool = Query(True, description="Include the dense and BM25 vectors."),
     force: bool = Query(False, description="Export even if messages stay buffered."),
     timeout: float = Query(60.0, gt=0, le=600, description="How long the flush may take, s."),
 ) -> Any:
     """Writes the agent's buffered messages, then streams its collection and its tombstones
     and dedupe marks as JSON Lines (`memory-pool export --url`)."""
-    left = await _flush_first(runtime, agent, timeout)
+    left = await _flush_first(run, runtime, agent, timeout)
     if left and not force:
         return _buffered_refusal(left)
     collection = agent.collection_name
-    if await run_in_threadpool(runtime.store.collection, collection) is None:
+    if await run(runtime.store.collection, collection) is None:
         return JSONResponse(
             error_body("no_collection", f"agent {agent.name!r} has stored nothing yet"),
             status_code=404,
@@ -129,6 +133,7 @@ async def export_pool(
 async def import_pool(
     agent: AgentDep,
     runtime: RuntimeDep,
+    run: AgentCallsDep,
     request: Request,
     collection: str | None = Query(None, description="Load into this collection instead."),
     part: bool = Query(False, description="The body is a part of an export (its header, then "
@@ -145,7 +150,8 @@ async def import_pool(
         if problem:
             raise InvalidInput(f"collection {target!r}: {problem}")
     try:
-        moved = await run_in_threadpool(
+        # another collection's import counts against that collection's share
+        moved = await replace(run, collection=target)(
             import_lines,
             split_lines([text]),  # not str.splitlines(): it splits at U+2028
             store=runtime.store,

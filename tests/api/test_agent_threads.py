@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from api.agent_threads import AgentThreads
+from api.agent_threads import AgentCalls, AgentThreads
 
 WAIT = 10.0  # seconds: a bound on each wait, so a broken share fails instead of hanging
 
@@ -136,5 +136,19 @@ def test_every_slot_comes_back_after_failures_and_cancellations() -> None:
         await _until(lambda: threads.running("mem_a") == 3)  # all three slots are there again
         again.set()
         assert await asyncio.gather(*full) == [True] * 3
+
+    asyncio.run(scenario())
+
+
+def test_a_call_may_take_a_collection_argument_of_its_own() -> None:
+    """The import's `import_lines(..., collection=target)`: a TypeError (500) before the share's
+    own arguments were positional-only."""
+
+    def load(text: str, *, collection: str) -> str:
+        return f"{text} into {collection}"
+
+    async def scenario() -> None:
+        calls = AgentCalls(AgentThreads(2), "mem_a")
+        assert await calls(load, "lines", collection="mem_b") == "lines into mem_b"
 
     asyncio.run(scenario())

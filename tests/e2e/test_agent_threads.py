@@ -1,5 +1,5 @@
-"""One agent's burst of /qdrant calls, or of recalls, holds at most MEMORY_POOL_AGENT_THREADS of
-the API's threads, so another agent's calls still find one.
+"""One agent's burst of /qdrant calls, of recalls, or of /agents/{bot} operations holds at most
+MEMORY_POOL_AGENT_THREADS of the API's threads, so another agent's calls still find one.
 
 Seen from outside (BENCHMARKS.md section 16): while one SillyTavern sent 64 small upserts at
 once, another agent's /retrieve went from 3.7 ms to 372-381 ms at the median. Here the first agent's
@@ -27,6 +27,8 @@ import pytest
 from api.qdrant import points, term_pool
 from api.qdrant.access import Target
 from api.qdrant.term_pool import TermPool
+from api.routes import agents as agents_route
+from api.routes import memories as memories_route
 from api.routes import retrieve as retrieve_route
 from shared.agents import AgentConfig
 from shared.store.edge.engine import EdgeStore
@@ -302,3 +304,65 @@ def test_large_upserts_into_a_slow_store_hold_no_more_than_the_share(
         # The ones held in the store written; those let go together may find the term
         # process's queue of four full, a 503 a client sends again (README).
         assert codes[:PER_AGENT] == [200] * PER_AGENT and set(codes) <= {200, 503}, codes
+
+
+@pytest.fixture
+def held_operations(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldCalls]:
+    """The busy agent's stats, timelines and deletes wait in the store until `release()`."""
+    operations = HeldCalls()
+
+    def slow(real: Callable[..., Any]) -> Callable[..., Any]:
+        def held_call(runtime: Any, agent: AgentConfig, *args: Any, **kwargs: Any) -> Any:
+            operations.hold(agent.collection_name)
+            return real(runtime, agent, *args, **kwargs)
+
+        return held_call
+
+    for module, name in ((agents_route, "_stats"), (agents_route, "delete"),
+                         (memories_route, "_timeline")):  # fmt: skip
+        monkeypatch.setattr(module, name, slow(getattr(module, name)))
+    yield operations
+    operations.release()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_burst_of_one_agents_operations_leaves_threads_for_the_others(
+    make: MakeApp, held_operations: HeldCalls, tmp_path: Path, kind: str
+) -> None:
+    """A viewer's pages and a client's deletes, one at a time for many messages: the other
+    agent's calls, and the busy agent's own recalls, still find a thread."""
+    with ExitStack() as stack:
+        url, http = two_agents(stack, make, tmp_path, kind, MEMORY_POOL_AGENT_THREADS=PER_AGENT_S)
+        note = body("the lighthouse keeper rowed out at dawn")
+        for collection in (BUSY, OTHER):
+            put = f"/qdrant/collections/{collection}/points?wait=true"
+            assert http.put(put, json=note).is_success
+        burst, client = bursting(stack, url, BURST, held_operations.release)
+        calls = [
+            partial(client.get, "/agents/mythos/stats"),
+            partial(client.get, "/agents/mythos/timeline"),
+            partial(client.post, "/agents/mythos/delete", json={"message_id": "m1"}),
+        ]
+        answers = [burst.submit(calls[n % len(calls)]) for n in range(BURST)]
+        assert held_operations.wait_for(PER_AGENT, timeout=10) >= PER_AGENT, "the burst began"
+        held_operations.wait_for(BURST, timeout=1)  # a moment for the rest of the burst
+
+        with httpx.Client(base_url=url, timeout=ANSWER_WITHIN, trust_env=False) as quick:
+            stats = quick.get("/agents/polaris/stats")
+            assert stats.status_code == 200, stats.text
+            days = quick.get("/agents/polaris/timeline")
+            assert days.status_code == 200, days.text
+            recall = {"bot": "polaris", "query_text": "who rowed out to the lighthouse?"}
+            recalled = quick.post("/retrieve", json=recall)
+            assert recalled.status_code == 200, recalled.text
+            assert "lighthouse" in recalled.json()["formatted"]
+            own_recall = quick.post("/retrieve", json={**recall, "bot": "mythos"})
+            assert own_recall.status_code == 200, own_recall.text
+            # and its own /qdrant reads: the operations' share is apart from theirs
+            search = {"vector": embed_text("lighthouse", EMBEDDING_DIMS), "limit": 3}
+            own = quick.post(f"/qdrant/collections/{BUSY}/points/search", json=search)
+            assert own.status_code == 200, own.text
+
+        assert held_operations.most == PER_AGENT
+        held_operations.release()
+        assert [answer.result().status_code for answer in answers] == [200] * BURST
