@@ -8,8 +8,7 @@ thread, and another agent's search, upsert or /retrieve would wait for one until
 store while the pool started others, one more thread each. The /agents/{bot} endpoints (stats,
 deletes, edits, known ids, the viewer's pages, flush, export and import; MCP `forget`) take a
 share too: a client deleting many messages one request at a time into a slow store held the
-threads the same way. Not bounded: an export's lines, which Starlette reads in its threadpool
-as they stream.
+threads the same way, and so did exports, whose lines Starlette read in its threadpool.
 
 A share bounds one agent, not one client: a client that may write to many agents (no API keys,
 `accept_unlisted_agents`) can still fill the pool through as many names.

@@ -29,6 +29,7 @@ from api.qdrant.access import Target
 from api.qdrant.term_pool import TermPool
 from api.routes import agents as agents_route
 from api.routes import memories as memories_route
+from api.routes import pool_transfer as transfer_route
 from api.routes import retrieve as retrieve_route
 from shared.agents import AgentConfig
 from shared.store.edge.engine import EdgeStore
@@ -308,7 +309,8 @@ def test_large_upserts_into_a_slow_store_hold_no_more_than_the_share(
 
 @pytest.fixture
 def held_operations(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldCalls]:
-    """The busy agent's stats, timelines and deletes wait in the store until `release()`."""
+    """The busy agent's stats, timelines, deletes and exports wait in the store until
+    `release()`."""
     operations = HeldCalls()
 
     def slow(real: Callable[..., Any]) -> Callable[..., Any]:
@@ -321,16 +323,34 @@ def held_operations(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldCalls]:
     for module, name in ((agents_route, "_stats"), (agents_route, "delete"),
                          (memories_route, "_timeline")):  # fmt: skip
         monkeypatch.setattr(module, name, slow(getattr(module, name)))
+    real_export = transfer_route.export_lines
+
+    def slow_export(*args: Any, collection: str, **kwargs: Any) -> Iterator[str]:
+        lines = real_export(*args, collection=collection, **kwargs)
+        operations.hold(collection)  # its first line waits: the store is slow
+        yield from lines
+
+    monkeypatch.setattr(transfer_route, "export_lines", slow_export)
     yield operations
     operations.release()
 
 
+# A burst of one agent's operations: "pages", a viewer's pages and a client's deletes one at a
+# time for many messages; "exports", whose lines stream from the store after their first steps.
+BURSTS = {
+    "pages": (("get", "/agents/mythos/stats", None), ("get", "/agents/mythos/timeline", None),
+              ("post", "/agents/mythos/delete", {"message_id": "m1"})),
+    "exports": (("get", "/agents/mythos/export", None),),
+}  # fmt: skip
+
+
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("burst_of", sorted(BURSTS))
 def test_a_burst_of_one_agents_operations_leaves_threads_for_the_others(
-    make: MakeApp, held_operations: HeldCalls, tmp_path: Path, kind: str
+    make: MakeApp, held_operations: HeldCalls, tmp_path: Path, kind: str, burst_of: str
 ) -> None:
-    """A viewer's pages and a client's deletes, one at a time for many messages: the other
-    agent's calls, and the busy agent's own recalls, still find a thread."""
+    """The other agent's calls, and the busy agent's own recalls and /qdrant reads, still find
+    a thread."""
     with ExitStack() as stack:
         url, http = two_agents(stack, make, tmp_path, kind, MEMORY_POOL_AGENT_THREADS=PER_AGENT_S)
         note = body("the lighthouse keeper rowed out at dawn")
@@ -338,11 +358,8 @@ def test_a_burst_of_one_agents_operations_leaves_threads_for_the_others(
             put = f"/qdrant/collections/{collection}/points?wait=true"
             assert http.put(put, json=note).is_success
         burst, client = bursting(stack, url, BURST, held_operations.release)
-        calls = [
-            partial(client.get, "/agents/mythos/stats"),
-            partial(client.get, "/agents/mythos/timeline"),
-            partial(client.post, "/agents/mythos/delete", json={"message_id": "m1"}),
-        ]
+        kinds = BURSTS[burst_of]
+        calls = [partial(client.request, verb, path, json=json) for verb, path, json in kinds]
         answers = [burst.submit(calls[n % len(calls)]) for n in range(BURST)]
         assert held_operations.wait_for(PER_AGENT, timeout=10) >= PER_AGENT, "the burst began"
         held_operations.wait_for(BURST, timeout=1)  # a moment for the rest of the burst
