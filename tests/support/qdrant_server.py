@@ -26,6 +26,7 @@ from pydantic import TypeAdapter
 from qdrant_client import QdrantClient
 from qdrant_client.common import client_warnings
 from qdrant_client.http import models
+from qdrant_client.hybrid import fusion as local_fusion
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -49,6 +50,13 @@ LOCAL_MODE_NOTICES = (
     "local_query_points_search_params_ignored",
     "large-local-collection",
 )
+
+
+# Local mode fuses RRF with a constant of its own, 2; a Qdrant server (and Edge) uses 60 when a
+# query names none. This server stands for a Qdrant server, so its RRF scores and orders as one
+# (tests/shared/store/test_fusion_weights.py). Local mode reads the constant at each fusion.
+QDRANT_RRF_K = 60
+local_fusion.DEFAULT_RANKING_CONSTANT_K = QDRANT_RRF_K
 
 
 class ApiError(Exception):

@@ -11,7 +11,7 @@ import pytest
 
 from shared.embedding.bm25 import document_terms, query_terms
 from shared.store.filters import Filter, Range
-from shared.store.fusion import weighted_dbsf
+from shared.store.fusion import LegPoint, weighted_dbsf
 from shared.store.interface import FusedPoint, FusedQuery, PointToWrite, Store
 from tests.support.stores import KINDS, open_store
 
@@ -104,3 +104,31 @@ def test_weight_zero_keeps_the_dense_order(store: Store, fusion: str) -> None:
     dense = [hit.id for hit in store.query(NAME, QUERY, limit=6, score_threshold=None)]
     assert fused[:6] == dense
     assert len(fused) > 6  # lexical-only points stay candidates, after the dense ones
+
+
+def qdrant_rrf(legs: tuple[list[LegPoint], list[LegPoint]], weights: tuple[float, float]) -> dict:
+    """Qdrant's weighted RRF of the legs (the server's and Edge's): a point at position `pos`
+    (from 0) of a leg of weight w adds 1 / ((pos + 1) / w + k - 1), with Qdrant's k = 60."""
+    scores: dict[str, float] = {}
+    for leg, weight in zip(legs, weights, strict=True):
+        for pos, point in enumerate(leg):
+            scores[point.id] = scores.get(point.id, 0.0) + 1 / ((pos + 1) / weight + 60 - 1)
+    return scores
+
+
+@pytest.mark.parametrize("weight", [1.0, 2.0])
+def test_rrf_is_qdrants_with_its_constant_of_60(store: Store, weight: float) -> None:
+    """The REST test server stands for a Qdrant server: its RRF (qdrant-client's local mode,
+    whose own constant is 2) scores as the server and Edge do, or a test of an order on it
+    would pass where a real server ranks otherwise."""
+    query = ask(fusion="rrf", lexical_weight=weight)
+    fused = store.fused_in_store(NAME, query)
+    expected = qdrant_rrf(store.fusion_legs(NAME, query), (1.0, weight))
+    assert len(fused) > query.prefetch
+    assert {p.id: p.fused_score for p in fused} == pytest.approx(
+        {p.id: expected[p.id] for p in fused}, rel=1e-4
+    )
+    scores = [p.fused_score for p in fused]
+    assert scores == sorted(scores, reverse=True)
+    left_out = [score for i, score in expected.items() if i not in ids(fused)]
+    assert max(left_out, default=0.0) <= scores[-1] * (1 + 1e-4)  # the best, ties aside
