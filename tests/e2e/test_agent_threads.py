@@ -128,6 +128,18 @@ def two_agents(
     return url, http
 
 
+def both_noted(
+    stack: ExitStack, make: MakeApp, tmp_path: Path, kind: str
+) -> tuple[str, httpx.Client]:
+    """`two_agents` at the test's share size, each agent with a note about the lighthouse."""
+    url, http = two_agents(stack, make, tmp_path, kind, MEMORY_POOL_AGENT_THREADS=PER_AGENT_S)
+    note = body("the lighthouse keeper rowed out at dawn")
+    for collection in (BUSY, OTHER):
+        put = f"/qdrant/collections/{collection}/points?wait=true"
+        assert http.put(put, json=note).is_success
+    return url, http
+
+
 def bursting(
     stack: ExitStack, url: str, size: int, release: Callable[[], None]
 ) -> tuple[ThreadPoolExecutor, httpx.Client]:
@@ -206,11 +218,7 @@ def test_a_burst_of_one_agents_recalls_leaves_threads_for_the_others(
     """The busy agent's recalls time out at their budget (503) while their threads go on in
     the store; the other agent's recall and calls still find a thread."""
     with ExitStack() as stack:
-        url, http = two_agents(stack, make, tmp_path, kind, MEMORY_POOL_AGENT_THREADS=PER_AGENT_S)
-        note = body("the lighthouse keeper rowed out at dawn")
-        for collection in (BUSY, OTHER):
-            put = f"/qdrant/collections/{collection}/points?wait=true"
-            assert http.put(put, json=note).is_success
+        url, http = both_noted(stack, make, tmp_path, kind)
         burst, asker = bursting(stack, url, BURST, held_recalls.release)
         ask = {"bot": "mythos", "query_text": "who rowed out to the lighthouse?"}
         answers = [burst.submit(asker.post, "/retrieve", json=ask) for _ in range(BURST)]
@@ -352,11 +360,7 @@ def test_a_burst_of_one_agents_operations_leaves_threads_for_the_others(
     """The other agent's calls, and the busy agent's own recalls and /qdrant reads, still find
     a thread."""
     with ExitStack() as stack:
-        url, http = two_agents(stack, make, tmp_path, kind, MEMORY_POOL_AGENT_THREADS=PER_AGENT_S)
-        note = body("the lighthouse keeper rowed out at dawn")
-        for collection in (BUSY, OTHER):
-            put = f"/qdrant/collections/{collection}/points?wait=true"
-            assert http.put(put, json=note).is_success
+        url, _ = both_noted(stack, make, tmp_path, kind)
         burst, client = bursting(stack, url, BURST, held_operations.release)
         kinds = BURSTS[burst_of]
         calls = [partial(client.request, verb, path, json=json) for verb, path, json in kinds]
