@@ -112,9 +112,8 @@ class Settings(BaseSettings):
 
     # Threads of the API's pool (Starlette's, 40) one agent may hold at once for each kind of
     # call: its /qdrant reads, its /qdrant writes, its recalls, its /agents/{bot} operations
-    # (api/agent_threads.py); its other
-    # calls wait their turn in the event loop, so a burst of one SillyTavern's upserts to a
-    # slow store leaves threads for every other agent's calls and recalls.
+    # (api/agent_threads.py); its other calls wait their turn in the event loop, so a burst of
+    # one SillyTavern's upserts to a slow store leaves threads for every other agent's calls.
     agent_threads: int = Field(4, ge=1, le=32, validation_alias=_env("MEMORY_POOL_AGENT_THREADS"))
 
     # --- POST /v1/embeddings (st-qdrant-memory's "local" embedding provider) -----------------

@@ -10,6 +10,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+# Qdrant's RRF constant: what a server and Edge use for `{"fusion": "rrf"}` when a query names
+# none (Edge is given it; the REST test server sets local mode's, 2, to it).
+RRF_K = 60
+
 
 @dataclass(frozen=True, slots=True)
 class LegPoint:

@@ -33,6 +33,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from shared.store.fusion import RRF_K
+
 # `GET /` must report a version the client accepts (same major, minor within 1), or every
 # client prints a compatibility warning, which `filterwarnings = error` turns into a failure.
 SERVER_VERSION = importlib.metadata.version("qdrant-client")
@@ -52,11 +54,10 @@ LOCAL_MODE_NOTICES = (
 )
 
 
-# Local mode fuses RRF with a constant of its own, 2; a Qdrant server (and Edge) uses 60 when a
-# query names none. This server stands for a Qdrant server, so its RRF scores and orders as one
-# (tests/shared/store/test_fusion_weights.py). Local mode reads the constant at each fusion.
-QDRANT_RRF_K = 60
-local_fusion.DEFAULT_RANKING_CONSTANT_K = QDRANT_RRF_K
+# Local mode fuses RRF with a constant of its own, 2; a Qdrant server (and Edge) uses RRF_K (60)
+# when a query names none. This server stands for a Qdrant server, so its RRF scores and orders
+# as one (tests/shared/store/test_fusion_weights.py). Local mode reads it at each fusion.
+local_fusion.DEFAULT_RANKING_CONSTANT_K = RRF_K
 
 
 class ApiError(Exception):

@@ -12,7 +12,8 @@ import qdrant_edge as edge
 from shared.embedding.bm25 import VECTOR_NAME, Terms
 from shared.store import interface as store
 from shared.store.edge.filters import to_edge
-from shared.store.edge.tuning import RESCORED, RRF_K
+from shared.store.edge.tuning import RESCORED
+from shared.store.fusion import RRF_K
 
 SCHEMAS = {"keyword": edge.PayloadSchemaType.Keyword, "integer": edge.PayloadSchemaType.Integer}
 # What a missing collection reads as (never mutated)

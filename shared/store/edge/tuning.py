@@ -7,8 +7,6 @@ import qdrant_edge as edge
 
 from shared.store import interface as store
 
-# Qdrant's default RRF constant, as the server uses for `{"fusion": "rrf"}`.
-RRF_K = 60
 # Edge indexes only in optimize(), which holds the GIL for its whole run (qdrant-edge-py
 # 0.9.0), so every other thread of serve (a /save, a /retrieve) waits meanwhile. Its cost is
 # per point, mostly the payload indexes (BENCHMARKS.md §13: ~0.3 s for 650 points at 384 or
