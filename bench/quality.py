@@ -33,9 +33,12 @@ from shared.format.payload import ChunkContext, chunk_payload, chunk_text, messa
 from shared.settings import Settings
 from shared.store.interface import PointToWrite, Store
 from shared.store.qdrant.engine import QdrantStore
+from tests.support.local_rrf import fuse_as_qdrant_server
 from tests.support.minilm import model_folder
 
 AGENT = AgentConfig(name="quality", self_speaker="Mythos")
+# The in-memory store stands for a Qdrant server: its "rrf" rows fuse as one does (k = 60).
+fuse_as_qdrant_server()
 
 
 @cache

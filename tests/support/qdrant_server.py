@@ -26,14 +26,13 @@ from pydantic import TypeAdapter
 from qdrant_client import QdrantClient
 from qdrant_client.common import client_warnings
 from qdrant_client.http import models
-from qdrant_client.hybrid import fusion as local_fusion
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from shared.store.fusion import RRF_K
+from tests.support.local_rrf import fuse_as_qdrant_server
 
 # `GET /` must report a version the client accepts (same major, minor within 1), or every
 # client prints a compatibility warning, which `filterwarnings = error` turns into a failure.
@@ -54,10 +53,8 @@ LOCAL_MODE_NOTICES = (
 )
 
 
-# Local mode fuses RRF with a constant of its own, 2; a Qdrant server (and Edge) uses RRF_K (60)
-# when a query names none. This server stands for a Qdrant server, so its RRF scores and orders
-# as one (tests/shared/store/test_fusion_weights.py). Local mode reads it at each fusion.
-local_fusion.DEFAULT_RANKING_CONSTANT_K = RRF_K
+# This server stands for a Qdrant server: its RRF fuses with a server's constant, not local mode's.
+fuse_as_qdrant_server()
 
 
 class ApiError(Exception):
