@@ -215,9 +215,10 @@ class AgentRef:
     collection: str
 
 
-# A re-sent id's dedupe marker gets its full expiry back only once a minute of it (1% of a
-# short one) has run down, not on every re-send: a write and an AOF line per id and minute, not
-# per request. An id stays remembered for the dedupe TTL after it was last seen, to that minute.
+# A re-sent id's dedupe marker gets its full expiry back once a minute (1% of a short TTL), not
+# on every re-send: a write and an AOF line per id and minute, not per request. The mark holds
+# its expiry's minute (save.lua), so a re-send in the same minute finds it equal to the mark it
+# would write. An id stays remembered for the dedupe TTL after it was last seen, to that minute.
 REFRESH_AFTER_MS = 60_000
 
 

@@ -369,7 +369,7 @@ def test_seeing_an_id_again_refreshes_its_expiry(client: TestClient, r: redis.Re
     seen = keys.seen(collection_name("mythos"), "discord", "m1")
     save(client, {"bot": "mythos", "messages": [message("m1")]})
     assert DEDUPE_TTL - 5 <= r.ttl(seen) <= DEDUPE_TTL
-    run_down(r, seen, 100_000)
+    run_down(r, seen, 100_000, ttl_seconds=DEDUPE_TTL)
     assert save(client, {"bot": "mythos", "messages": [message("m1")]})["duplicates"] == 1
     assert DEDUPE_TTL - 5 <= r.ttl(seen) <= DEDUPE_TTL
 

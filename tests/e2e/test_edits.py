@@ -16,7 +16,7 @@ from shared.state import keys
 from tests.support.delete_data import st_point
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.hybrid_lake import retrieve
-from tests.support.marks import member_of
+from tests.support.marks import member_of, step_of
 from tests.support.stack import Stack, running_stack, stack_settings
 from tests.support.store_stacks import stack_on
 from tests.support.stores import KINDS
@@ -184,9 +184,22 @@ def test_a_resend_with_the_same_text_reads_once_and_writes_nothing(stack: Stack)
     pid, before = written_closed_chunk(stack)
     save(stack, msg("m3", BOAT, 3))  # buffered, not written
     r = stack.runtime.redis
-    r.config_resetstat()
-    answer = save(stack, msg("m1", CLOCK, 1), msg("m2", RAIN, 2, user="2"), msg("m3", BOAT, 3))
-    assert answer == {"accepted": 0, "duplicates": 3, "skipped": 0}
+    ttl = stack.runtime.settings.dedupe_ttl_seconds
+    marks = [keys.seen(COLLECTION, "discord", mid) for mid in ("m1", "m2", "m3")]
+    for _ in range(3):
+        # A mark is written again once a step of its expiry (a minute here): should one begin
+        # between the marks' writing and this re-send, the re-send writes them, and the next
+        # one is the case.
+        steps = {r.get(mark).split(b" ")[2].decode() for mark in marks}
+        started = time.time_ns() // 1_000_000
+        r.config_resetstat()
+        answer = save(stack, msg("m1", CLOCK, 1), msg("m2", RAIN, 2, user="2"),
+                      msg("m3", BOAT, 3))  # fmt: skip
+        now = {str(step_of(t + ttl * 1000, ttl)) for t in (started, time.time_ns() // 1_000_000)}
+        assert answer == {"accepted": 0, "duplicates": 3, "skipped": 0}
+        if steps == now:
+            break
+    assert steps == now and len(now) == 1
     stats = r.info("commandstats")
     inside = {name: stat["calls"] for name, stat in stats.items()}
     # one read per id (GET) and the agent's hold check; no write of any kind

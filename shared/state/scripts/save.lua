@@ -11,8 +11,10 @@
 -- ARGV[1]  the plan, JSON:
 --   now         ms since the epoch
 --   ttl         seconds a seen id is remembered (dedupe), counted from when it was last seen
---   refresh_ms  a re-sent id gets its full `ttl` back once this much of it has run down (or
---               when it is longer than `ttl`); optional, 0 (the default) renews on every re-send
+--   refresh_ms  the step of a mark's expiry: a re-sent id gets its full `ttl` back once
+--               `now + ttl` is in another step than when its mark was written (so at most once
+--               a step, and when the TTL was changed since); optional, 0 (the default) renews
+--               on every re-send
 --   collection  the agent's collection (its identity)
 --   meta_prefix, buf_prefix   a conversation's hash and buffer are these .. its key
 --   edit_only   true: store no new id (PATCH); each message's outcome is returned
@@ -33,7 +35,9 @@
 --          would reorder it and round `ts`); only a new or changed message's line is decoded, so
 --          a re-sent known one costs one read (GET), and a refresh now and then.
 --
--- A dedupe mark is "=<state> <fingerprint> <expires ms> <conversation>", the state one of
+-- A dedupe mark is "=<state> <fingerprint> <step> <conversation>", its step that of its expiry
+-- when it was written ((now + ttl) // refresh_ms; the expiry in ms itself in marks of the
+-- version before, which a re-send writes again in this form), the state one of
 --   b  the message is buffered or in a chunk memory-pool can rebuild
 --   l  first seen before marks held fingerprints, and no longer buffered: its chunk cannot be
 --      rebuilt, an edit of it is counted `stale`
@@ -54,34 +58,23 @@ local at = {now = now, due = due, quarantine = KEYS[4], meta_prefix = plan.meta_
   buf_prefix = plan.buf_prefix}
 local outcomes = {}
 
+-- A mark's third field is its expiry's step: (now + ttl) / refresh_ms, rounded down (each ms
+-- with refresh_ms 0). A re-send in the same step finds its mark equal to the one it would write
+-- and writes nothing; in a later step (or with the TTL since lowered) the mark is set again,
+-- its expiry back to `ttl`. So an id stays remembered for `ttl` after it was last seen, to a
+-- step, for one write per id and step.
+local step_s = string.format('%d', refresh_ms > 0 and math.floor((now + ttl_ms) / refresh_ms)
+  or now + ttl_ms)
+
 local function mark(state, fp, member)
-  return '=' .. state .. ' ' .. fp .. ' ' .. string.format('%d', now + ttl_ms) .. ' ' .. member
+  return '=' .. state .. ' ' .. fp .. ' ' .. step_s .. ' ' .. member
 end
 
--- state, fingerprint, expiry (ms), conversation; nil for a mark of older code
+-- state, fingerprint, expiry step, conversation; nil for a mark of older code
 local function parsed(value)
-  local state, fp, expires, member = string.match(value, '^=(%a) (%x*) (%d+) (.+)$')
-  if state then return state, fp, tonumber(expires), member end
+  local state, fp, step, member = string.match(value, '^=(%a) (%x*) (%d+) (.+)$')
+  if state then return state, fp, step, member end
   return nil, nil, nil, value
-end
-
--- The common case, a re-sent id with the same text (28 of the plugin's 30 messages), read off
--- its mark with few string calls and no number conversion: each library call costs about a
--- thousand instructions here, a third of an id's work (callgrind). nil when the mark does not
--- hold `fp`, else whether its expiry is a step away from `ttl` (run down, or longer: the
--- setting lowered since) and wants setting back. Expiries of one width compare as strings.
-local low_s = string.format('%d', now + ttl_ms - refresh_ms)
-local high_s = string.format('%d', now + ttl_ms)
-local width = #high_s
-if #low_s ~= width then width = nil end
-local function same_text(value, fp)
-  if #fp == 0 or string.find(value, fp, 4, true) ~= 4 or string.byte(value, 1) ~= 61 then
-    return nil
-  end
-  local from = 5 + #fp
-  if not width or string.byte(value, from + width) ~= 32 then return true end
-  local expires = string.sub(value, from, from + width - 1)
-  return expires < low_s or expires > high_s
 end
 
 -- The buffered message at `idx` takes the new text (its speaker, time and ids stay), or, too
@@ -171,6 +164,7 @@ for _, g in ipairs(plan.groups) do
   local newest = tonumber(redis.call('HGET', meta, 'newest') or '0')
   local added, added_size, gap = 0, 0, false
   local short_at = {}
+  local tail = ' ' .. step_s .. ' ' .. member
   for _, k in ipairs(g.short) do short_at[k] = true end
   for k, id in ipairs(g.ids) do
     local stop = string.find(lines, '\n', pos, true) or (#lines + 1)
@@ -196,20 +190,20 @@ for _, g in ipairs(plan.groups) do
       -- a deleted id stays deleted, whatever text comes
       outcome = 'deleted'
       count(outcome, short)
+    elseif #fp > 0 and value == '=b ' .. fp .. tail then
+      -- The common case (28 of the plugin's 30 messages): seen with this text, in this step
+      -- of its expiry, in this conversation. One compare (Lua interns its strings), no write.
+      outcome = 'same'
+      if short then skipped = skipped + 1 else dups = dups + 1 end -- count('same', short)
     else
-      local refresh = same_text(value, fp)
-      if refresh ~= nil then
-        -- Seen with this text: a duplicate, kept remembered. The plugin re-sends every id
-        -- thirty times: a write (and an AOF line) for each would be most of this script's
-        -- cost, so the expiry is set back to `ttl` only once it is a step away from it.
-        if refresh then
-          local state, _, _, where = parsed(value)
-          redis.call('SET', seen, mark(state, fp, where), 'PX', ttl_ms)
-        end
+      local state, mark_fp, step, where = parsed(value)
+      if state and #fp > 0 and mark_fp == fp then
+        -- Seen with this text, in an earlier step (or another state): a write a step and id,
+        -- not per re-send (the plugin re-sends every id thirty times).
+        if step ~= step_s then redis.call('SET', seen, mark(state, fp, where), 'PX', ttl_ms) end
         outcome = 'same'
-        if short then skipped = skipped + 1 else dups = dups + 1 end -- count('same', short)
+        if short then skipped = skipped + 1 else dups = dups + 1 end
       else
-        local state, _, _, where = parsed(value)
         local new_state
         new_state, outcome = changed(state, where, g.edit_prefix .. id,
           string.sub(lines, pos, stop - 1), short, g)

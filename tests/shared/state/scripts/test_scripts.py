@@ -27,6 +27,7 @@ from shared.state.quarantine import FailOutcome, Quarantine
 from shared.state.scripts import SOURCES
 from tests.support.buffer_save import IncomingMessage, buffer_save
 from tests.support.marks import run_down as run_down_mark
+from tests.support.marks import step_of
 
 REF = ConversationRef(collection="mem_polaris", source="discord", channel_id="c1")
 AGENT = AgentRef("Polaris", REF.collection)
@@ -110,7 +111,7 @@ def test_dedupe_stores_once_and_a_resend_refreshes_the_ttl(
     sent = incoming(msg("a", 1_000), msg("b", 2_000))
     first = buffer_save(buffers, AGENT, sent, QUIET)
     seen = keys.seen(REF.collection, REF.source, "a")
-    run_down_mark(r, seen, 5_000)
+    run_down_mark(r, seen, 5_000, ttl_seconds=600)
     again = buffer_save(buffers, AGENT, sent, QUIET)
     assert (first.accepted, first.duplicates, again.accepted, again.duplicates) == (2, 0, 0, 2)
     assert r.ttl(seen) > 5  # re-sent: remembered for the full TTL again
@@ -120,39 +121,72 @@ def test_dedupe_stores_once_and_a_resend_refreshes_the_ttl(
     assert r.hget(keys.meta(REF.key), "chars") == str(2 * msg("a", 0).size)
 
 
-# A known id's marker, before a re-send: (ms of its expiry run down, or None for a tombstone)
-# -> whether the re-send renews it. The fixture's TTL is 600 s, so the refresh step is 6 s
-# (1% of it; a minute for the default 30 days).
+# The fixture's TTL is 600 s, so a mark's step is 6 s (1% of it; a minute for the default 30
+# days). The clock is set 3 s into a step: (case, ms from the first save to the re-send, or the
+# mark's state before it) -> whether the re-send writes the mark again with the full TTL.
+STEP_MS = 6_000
+NOW = 1_800_000_000_000 // STEP_MS * STEP_MS + 3_000
 REFRESH = [
-    ("just seen: left as it is (no write)", 1_000, False),
-    ("a step run down: renewed to the full TTL", 7_000, True),
+    ("later in the same step: left as it is (no write)", 2_000, False),
+    ("in the next step: renewed to the full TTL", 4_000, True),
     ("nearly expired: renewed", 599_000, True),
-    ("longer than the TTL (the setting since lowered): brought down to it", -100_000, True),
-    ("a tombstone: keeps no expiry", None, False),
+    ("longer than the TTL (the setting since lowered): brought down to it", "longer", True),
+    ("a tombstone: keeps no expiry", "tombstone", False),
 ]
 
 
-@pytest.mark.parametrize(("run_down", "renewed"), [c[1:] for c in REFRESH],
+@pytest.mark.parametrize(("later", "renewed"), [c[1:] for c in REFRESH],
                          ids=[c[0] for c in REFRESH])  # fmt: skip
-def test_a_resend_renews_a_marker_once_a_step_of_it_has_run_down(
-    r: redis.Redis, buffers: Buffers, run_down: int | None, renewed: bool
-) -> None:
-    assert refresh_after_ms(600) == 6_000 and refresh_after_ms(30 * 86_400) == 60_000
+def test_a_resend_renews_a_marker_once_a_step(
+    r: redis.Redis, buffers: Buffers, monkeypatch: pytest.MonkeyPatch, later: int | str,
+    renewed: bool,
+) -> None:  # fmt: skip
+    assert refresh_after_ms(600) == STEP_MS and refresh_after_ms(30 * 86_400) == 60_000
     seen = keys.seen(REF.collection, REF.source, "a")
+    monkeypatch.setattr("shared.state.buffers._now_ms", lambda: NOW)
     assert buffer_save(buffers, AGENT, incoming(msg("a", 1_000)), QUIET).accepted == 1
-    if run_down is None:
+    assert r.get(seen).split(" ")[2] == str(step_of(NOW + 600_000, 600))
+    at = NOW
+    if later == "tombstone":
         r.set(seen, keys.TOMBSTONE)
+    elif later == "longer":
+        run_down_mark(r, seen, 700_000, ttl_seconds=600)  # written under a TTL of 700 s
     else:
-        run_down_mark(r, seen, 600_000 - run_down)
-    before = r.pttl(seen)
+        at = NOW + int(later)
+        r.pexpire(seen, 600_000 - int(later))  # Redis' clock ran as the script's did
+    value, before = r.get(seen), r.pttl(seen)
+    monkeypatch.setattr("shared.state.buffers._now_ms", lambda: at)
     assert buffer_save(buffers, AGENT, incoming(msg("a", 1_000)), QUIET).duplicates == 1
     after = r.pttl(seen)
-    if run_down is None:
-        assert after == -1
+    if later == "tombstone":
+        assert after == -1 and r.get(seen) == keys.TOMBSTONE
     elif renewed:
         assert 599_000 <= after <= 600_000
+        assert r.get(seen).split(" ")[2] == str(step_of(at + 600_000, 600))
     else:
-        assert before - 1_000 <= after <= before
+        assert before - 1_000 <= after <= before and r.get(seen) == value
+
+
+def test_a_mark_of_the_version_before_is_written_once_in_steps(
+    r: redis.Redis, buffers: Buffers
+) -> None:
+    """Marks written before steps hold their expiry in ms: the first re-send with the same text
+    counts a duplicate and writes the mark in steps; the next one writes nothing."""
+    assert buffer_save(buffers, AGENT, incoming(msg("a", 1_000)), QUIET).accepted == 1
+    seen = keys.seen(REF.collection, REF.source, "a")
+    state, fingerprint, _, member = r.get(seen).split(" ", 3)
+    r.set(seen, f"{state} {fingerprint} {now_ms() + 590_000} {member}", px=590_000)
+    writes = []
+    started = now_ms()
+    for _ in range(2):
+        r.config_resetstat()
+        assert buffer_save(buffers, AGENT, incoming(msg("a", 1_000)), QUIET).duplicates == 1
+        writes.append(r.info("commandstats").get("cmdstat_set", {}).get("calls", 0))
+    steps = {step_of(t + 600_000, 600) for t in (started, now_ms())}
+    assert writes[0] == 1 and int(r.get(seen).split(" ")[2]) in steps
+    assert r.pttl(seen) > 595_000
+    assert writes[1] == len(steps) - 1  # none, unless a step began between the two
+    assert r.get(seen).split(" ")[1::2] == [fingerprint, member]
 
 
 def test_a_tombstoned_id_never_returns_and_stays_tombstoned(
