@@ -15,13 +15,17 @@ def step_of(expires_ms: int, ttl_seconds: int) -> int:
     return expires_ms // refresh_after_ms(ttl_seconds)
 
 
-def run_down(r: redis.Redis, key: str, ms_left: int, *, ttl_seconds: int) -> None:
-    """The mark at `key` as if it had been written with `ms_left` of its expiry left."""
+def run_down(
+    r: redis.Redis, key: str, ms_left: int, *, ttl_seconds: int, now_ms: int | None = None
+) -> None:
+    """The mark at `key` as if it had been written with `ms_left` of its expiry left, at
+    `now_ms` (the script's clock, when a test sets it; else the real one)."""
     value = r.get(key)
     assert value is not None, key
     text = value.decode() if isinstance(value, bytes) else value
     state, fingerprint, _, member = text.split(" ", 3)
-    step = step_of(int(time.time() * 1000) + ms_left, ttl_seconds)
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    step = step_of(now + ms_left, ttl_seconds)
     r.set(key, f"{state} {fingerprint} {step} {member}", px=ms_left)
 
 
