@@ -202,7 +202,7 @@ for _, g in ipairs(plan.groups) do
         -- not per re-send (the plugin re-sends every id thirty times).
         if step ~= step_s then redis.call('SET', seen, mark(state, fp, where), 'PX', ttl_ms) end
         outcome = 'same'
-        if short then skipped = skipped + 1 else dups = dups + 1 end
+        count(outcome, short)
       else
         local new_state
         new_state, outcome = changed(state, where, g.edit_prefix .. id,
